@@ -1,0 +1,38 @@
+"""cfgmask: exact grammar-constrained token masks for language models.
+
+Read the modules in this order to follow a grammar from ``.lark`` text to a
+bitmask: ``grammar`` (Lark -> flat CFG + terminal regexes), ``regex`` (regex ->
+byte DFA), ``lexer`` (terminal DFAs -> lazy union automaton), ``vocab`` and
+``trie`` (tokenizer -> token bytes -> flat token trie), ``compiler`` (glue),
+then the Cython runtime in ``_fast`` (``_lexer``, ``_earley``, ``_matcher``).
+Submodules are imported on first use so that ``import cfgmask`` stays cheap.
+"""
+
+__version__ = "0.1.0"
+
+from .errors import (BudgetExceeded, CfgmaskError, ConfigurationError, DeadEnd,
+                     GrammarError, TokenRejected)
+
+_LAZY = {
+    "Grammar": "grammar",
+    "Vocabulary": "vocab",
+    "compile": "compiler",
+    "CompiledGrammar": "compiler",
+    "Matcher": "compiler",
+}
+
+__all__ = [
+    "Grammar", "Vocabulary", "compile", "CompiledGrammar", "Matcher",
+    "CfgmaskError", "GrammarError", "ConfigurationError", "BudgetExceeded",
+    "TokenRejected", "DeadEnd", "__version__",
+]
+
+
+def __getattr__(name):
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'cfgmask' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,48 @@
+from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from cfgmask._fast._lexer cimport LazyDFA
+
+cdef struct ItemC:
+    int32_t ptr      # index into rhs: the symbol after the dot (negative: rule complete)
+    int32_t origin   # row where the rule's match began
+
+cdef class CGrammar:
+    cdef object _keep               # numpy arrays backing the pointers below
+    cdef const int32_t* rhs
+    cdef const int32_t* rule_lhs
+    cdef const int32_t* rule_rhs_start
+    cdef const int32_t* nt_rules_start   # CSR: rules of nonterminal A (index A - T)
+    cdef const int32_t* nt_rules
+    cdef const uint8_t* nullable
+    cdef int32_t n_terminals
+    cdef int32_t n_words
+    cdef int32_t start_end_ptr     # rhs index of "$start -> start ." (the accepting item)
+    cdef int32_t max_items_per_row
+
+cdef class Rows:
+    cdef CGrammar g
+    cdef LazyDFA dfa
+    cdef ItemC* items
+    cdef int64_t items_cap
+    cdef int32_t* row_start          # [rows_cap + 1]
+    cdef int32_t* row_lex_start      # lexer start state of each row
+    cdef int32_t* row_from_state     # lexer state whose lexeme built the row (-1 for row 0)
+    cdef uint8_t* row_accepting
+    cdef uint64_t* row_expected      # [rows_cap * n_words]
+    cdef int32_t rows_cap
+    cdef int32_t n_rows
+    cdef int32_t n_rows_mem          # rows [0, n_rows_mem) still hold valid data
+    # per-row dedup scratch
+    cdef int64_t* seen_keys
+    cdef int32_t seen_cap
+    cdef uint32_t* predicted_gen     # per nonterminal: row generation that predicted it
+    cdef uint32_t gen
+    cdef uint64_t* scratch_bits      # [n_words]
+
+    cdef int reset(self) except -1
+    cdef int push_scan(self, int32_t lex_state) except -1
+    cdef int _close_row(self, int32_t k) except -1
+    cdef int _add(self, int32_t ptr, int32_t origin) except -1
+    cdef int _grow_rows(self) except -1
+    cdef int _finish_row(self, int32_t k) except -1
+    cdef int _begin_row(self, int32_t k) except -1
+    cdef int _grow_seen(self, int32_t k) except -1

@@ -1,0 +1,330 @@
+# cython: language_level=3
+"""Earley rows over the flat CFG of ``cfgmask/grammar.py``.
+
+Terminology follows Kallmeyer's and Aycock & Horspool's presentations: a
+*row* is an Earley set, an *item* is a dotted rule plus the row where it
+started (its origin).  An item is two int32: ``ptr`` indexes ``rhs`` at the
+symbol after the dot (so advancing the dot is ``ptr + 1``, and ``rhs[ptr] < 0``
+means the rule is complete), ``origin`` is a row index.
+
+Invariants:
+
+* rows form a stack; row ``k`` holds items ``row_start[k] .. row_start[k+1]``;
+  popping is truncation (``n_rows``), the items stay in memory;
+* row ``k`` was built by scanning the lexeme whose final lexer state is
+  ``row_from_state[k]`` from row ``k-1``; rows ``< n_rows_mem`` still hold that
+  data, so re-scanning the same lexeme at the same place re-pushes the row in
+  O(1) ("reuse a row already built for the same lexeme at the same position");
+* nullable nonterminals are handled the Aycock-Horspool way: predicting a
+  nullable ``A`` also advances the predicting item over ``A``, so completions
+  with origin equal to the current row never need to look back;
+* a row never holds more than ``max_items_per_row`` items: hitting the limit
+  raises ``BudgetExceeded`` (right recursion is quadratic in a plain Earley
+  parser; the limit turns a hang into a clear error).
+"""
+
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memset, memcpy
+
+import numpy as np
+
+from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from cfgmask._fast._lexer cimport LazyDFA
+from cfgmask.errors import BudgetExceeded
+
+
+cdef class CGrammar:
+    """Immutable flat grammar tables, shared by every matcher of a compiled grammar."""
+
+    def __cinit__(self, grammar, int max_items_per_row=100000):
+        T = grammar.n_terminals
+        N = grammar.n_nonterminals
+        rhs = np.ascontiguousarray(grammar.rhs, dtype=np.int32)
+        lhs = np.ascontiguousarray(grammar.rule_lhs, dtype=np.int32)
+        rstart = np.ascontiguousarray(grammar.rule_rhs_start, dtype=np.int32)
+        order = np.argsort(lhs, kind="stable").astype(np.int32)
+        counts = np.bincount(lhs - T, minlength=N)
+        nt_start = np.zeros(N + 1, dtype=np.int32)
+        nt_start[1:] = np.cumsum(counts)
+        nullable = np.ascontiguousarray(grammar.nullable, dtype=np.uint8)
+        self._keep = (rhs, lhs, rstart, order, nt_start, nullable)
+        cdef const int32_t[::1] v_rhs = rhs
+        cdef const int32_t[::1] v_lhs = lhs
+        cdef const int32_t[::1] v_rstart = rstart
+        cdef const int32_t[::1] v_order = order
+        cdef const int32_t[::1] v_nts = nt_start
+        cdef const uint8_t[::1] v_null = nullable
+        self.rhs = &v_rhs[0]
+        self.rule_lhs = &v_lhs[0]
+        self.rule_rhs_start = &v_rstart[0]
+        self.nt_rules = &v_order[0]
+        self.nt_rules_start = &v_nts[0]
+        self.nullable = &v_null[0]
+        self.n_terminals = T
+        self.n_words = max(1, (T + 63) // 64)
+        self.start_end_ptr = int(rstart[grammar.start_rule]) + 1
+        self.max_items_per_row = max_items_per_row
+
+
+cdef class Rows:
+    """A stack of Earley rows for one matcher."""
+
+    def __cinit__(self, CGrammar g, LazyDFA dfa):
+        self.g = g
+        self.dfa = dfa
+        self.items_cap = 1024
+        self.items = <ItemC*>malloc(sizeof(ItemC) * self.items_cap)
+        self.rows_cap = 64
+        self.row_start = <int32_t*>malloc(sizeof(int32_t) * (self.rows_cap + 1))
+        self.row_lex_start = <int32_t*>malloc(sizeof(int32_t) * self.rows_cap)
+        self.row_from_state = <int32_t*>malloc(sizeof(int32_t) * self.rows_cap)
+        self.row_accepting = <uint8_t*>malloc(self.rows_cap)
+        self.row_expected = <uint64_t*>malloc(sizeof(uint64_t) * self.rows_cap * g.n_words)
+        self.seen_cap = 256
+        self.seen_keys = <int64_t*>malloc(sizeof(int64_t) * self.seen_cap)
+        n_nt = len(g._keep[4]) - 1
+        self.predicted_gen = <uint32_t*>malloc(sizeof(uint32_t) * max(1, n_nt))
+        self.scratch_bits = <uint64_t*>malloc(sizeof(uint64_t) * g.n_words)
+        if (self.items == NULL or self.row_start == NULL or self.row_lex_start == NULL
+                or self.row_from_state == NULL or self.row_accepting == NULL
+                or self.row_expected == NULL or self.seen_keys == NULL
+                or self.predicted_gen == NULL or self.scratch_bits == NULL):
+            raise MemoryError()
+        memset(self.predicted_gen, 0, sizeof(uint32_t) * max(1, n_nt))
+        self.gen = 0
+        self.reset()
+
+    def __dealloc__(self):
+        free(self.items)
+        free(self.row_start)
+        free(self.row_lex_start)
+        free(self.row_from_state)
+        free(self.row_accepting)
+        free(self.row_expected)
+        free(self.seen_keys)
+        free(self.predicted_gen)
+        free(self.scratch_bits)
+
+    cdef int reset(self) except -1:
+        """Row 0: the prediction closure of ``$start -> . start``."""
+        self.n_rows = 0
+        self.row_start[0] = 0
+        self.row_start[1] = 0
+        self._begin_row(0)
+        self._add(self.g.rule_rhs_start[0], 0)
+        self._close_row(0)
+        self.row_from_state[0] = -1
+        self._finish_row(0)
+        self.n_rows = 1
+        self.n_rows_mem = 1
+        return 0
+
+    cdef int _begin_row(self, int32_t k) except -1:
+        self.gen += 1
+        if self.gen == 0:  # wrapped: clear stamps
+            memset(self.predicted_gen, 0, sizeof(uint32_t) * (len(self.g._keep[4]) - 1 or 1))
+            self.gen = 1
+        cdef int32_t i
+        for i in range(self.seen_cap):
+            self.seen_keys[i] = -1
+        return 0
+
+    cdef int _grow_rows(self) except -1:
+        cdef int32_t newcap = self.rows_cap * 2
+        cdef int W = self.g.n_words
+        p0 = <int32_t*>realloc(self.row_start, sizeof(int32_t) * (newcap + 1))
+        if p0 == NULL:
+            raise MemoryError()
+        self.row_start = p0
+        p1 = <int32_t*>realloc(self.row_lex_start, sizeof(int32_t) * newcap)
+        if p1 == NULL:
+            raise MemoryError()
+        self.row_lex_start = p1
+        p2 = <int32_t*>realloc(self.row_from_state, sizeof(int32_t) * newcap)
+        if p2 == NULL:
+            raise MemoryError()
+        self.row_from_state = p2
+        p3 = <uint8_t*>realloc(self.row_accepting, newcap)
+        if p3 == NULL:
+            raise MemoryError()
+        self.row_accepting = p3
+        p4 = <uint64_t*>realloc(self.row_expected, sizeof(uint64_t) * newcap * W)
+        if p4 == NULL:
+            raise MemoryError()
+        self.row_expected = p4
+        self.rows_cap = newcap
+        return 0
+
+    cdef int _add(self, int32_t ptr, int32_t origin) except -1:
+        """Add an item to the row under construction unless it is already there."""
+        cdef int64_t key = (<int64_t>ptr << 32) | <uint32_t>origin
+        cdef int32_t mask = self.seen_cap - 1
+        cdef int32_t h = <int32_t>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 40) & mask
+        while self.seen_keys[h] != -1:
+            if self.seen_keys[h] == key:
+                return 0
+            h = (h + 1) & mask
+        cdef int32_t k = self.n_rows
+        cdef int32_t end = self.row_start[k + 1]
+        if end - self.row_start[k] >= self.g.max_items_per_row:
+            raise BudgetExceeded(
+                f"Earley row {k} exceeds {self.g.max_items_per_row} items "
+                "(deep right recursion or a highly ambiguous grammar); raise max_items_per_row "
+                "or rewrite the recursion")
+        if end >= self.items_cap:
+            newcap = self.items_cap * 2
+            p = <ItemC*>realloc(self.items, sizeof(ItemC) * newcap)
+            if p == NULL:
+                raise MemoryError()
+            self.items = p
+            self.items_cap = newcap
+        self.items[end].ptr = ptr
+        self.items[end].origin = origin
+        self.row_start[k + 1] = end + 1
+        self.seen_keys[h] = key
+        if (end + 1 - self.row_start[k]) * 2 > self.seen_cap:
+            self._grow_seen(k)
+        return 0
+
+    cdef int _grow_seen(self, int32_t k) except -1:
+        free(self.seen_keys)
+        self.seen_cap *= 2
+        self.seen_keys = <int64_t*>malloc(sizeof(int64_t) * self.seen_cap)
+        if self.seen_keys == NULL:
+            raise MemoryError()
+        cdef int32_t i, h, mask = self.seen_cap - 1
+        cdef int64_t key
+        for i in range(self.seen_cap):
+            self.seen_keys[i] = -1
+        for i in range(self.row_start[k], self.row_start[k + 1]):
+            key = (<int64_t>self.items[i].ptr << 32) | <uint32_t>self.items[i].origin
+            h = <int32_t>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 40) & mask
+            while self.seen_keys[h] != -1:
+                h = (h + 1) & mask
+            self.seen_keys[h] = key
+        return 0
+
+    cdef int _close_row(self, int32_t k) except -1:
+        """Predict and complete until the row is closed (``n_rows`` must equal ``k``)."""
+        cdef CGrammar g = self.g
+        cdef int32_t T = g.n_terminals
+        cdef int32_t i = self.row_start[k]
+        cdef int32_t ptr, sym, origin, A, j, jend, r, q
+        while i < self.row_start[k + 1]:
+            ptr = self.items[i].ptr
+            origin = self.items[i].origin
+            sym = g.rhs[ptr]
+            if sym < 0:
+                if origin != k:
+                    A = g.rule_lhs[-sym - 1]
+                    jend = self.row_start[origin + 1]
+                    for j in range(self.row_start[origin], jend):
+                        if g.rhs[self.items[j].ptr] == A:
+                            self._add(self.items[j].ptr + 1, self.items[j].origin)
+            elif sym >= T:
+                A = sym - T
+                if self.predicted_gen[A] != self.gen:
+                    self.predicted_gen[A] = self.gen
+                    for q in range(g.nt_rules_start[A], g.nt_rules_start[A + 1]):
+                        r = g.nt_rules[q]
+                        self._add(g.rule_rhs_start[r], k)
+                if g.nullable[sym]:
+                    self._add(ptr + 1, origin)
+            i += 1
+        return 0
+
+    cdef int _finish_row(self, int32_t k) except -1:
+        """Expected terminals, accepting flag and lexer start state of row ``k``."""
+        cdef CGrammar g = self.g
+        cdef int W = g.n_words
+        cdef uint64_t* exp = &self.row_expected[<int64_t>k * W]
+        cdef int32_t i, sym, w
+        cdef uint8_t acc = 0
+        cdef uint64_t any = 0
+        for w in range(W):
+            exp[w] = 0
+        for i in range(self.row_start[k], self.row_start[k + 1]):
+            sym = g.rhs[self.items[i].ptr]
+            if 0 <= sym < g.n_terminals:
+                exp[sym >> 6] |= (<uint64_t>1) << (sym & 63)
+            elif self.items[i].ptr == g.start_end_ptr and self.items[i].origin == 0:
+                acc = 1
+        self.row_accepting[k] = acc
+        for w in range(W):
+            any |= exp[w]
+        for w in range(W):
+            self.scratch_bits[w] = exp[w] | (self.dfa.ignore_bits[w] if any else 0)
+        self.row_lex_start[k] = self.dfa.start_for(self.scratch_bits)
+        return 0
+
+    cdef int push_scan(self, int32_t lex_state) except -1:
+        """End the pending lexeme (final lexer state ``lex_state``) on the top row.
+
+        Returns 1 when a new row was pushed (possibly reused), 0 when only
+        ``%ignore`` terminals accept the lexeme (the row stack is unchanged).
+        """
+        cdef CGrammar g = self.g
+        cdef int W = g.n_words
+        cdef int32_t r = self.n_rows - 1
+        cdef int32_t k = r + 1
+        cdef int32_t i, sym, w
+        cdef uint64_t any = 0
+        cdef const uint64_t* acc = &self.dfa.c.accept[<int64_t>lex_state * W]
+        cdef const uint64_t* exp = &self.row_expected[<int64_t>r * W]
+        if k < self.n_rows_mem and self.row_from_state[k] == lex_state:
+            self.n_rows = k + 1
+            return 1
+        for w in range(W):
+            self.scratch_bits[w] = acc[w] & exp[w]
+            any |= self.scratch_bits[w]
+        if not any:
+            return 0
+        if k >= self.rows_cap:
+            self._grow_rows()
+        # row k starts where row r ends (row_start[k] is already that value)
+        self.n_rows = k
+        self.row_start[k + 1] = self.row_start[k]
+        self._begin_row(k)
+        for i in range(self.row_start[r], self.row_start[r + 1]):
+            sym = g.rhs[self.items[i].ptr]
+            if 0 <= sym < g.n_terminals and (self.scratch_bits[sym >> 6] >> (sym & 63)) & 1:
+                self._add(self.items[i].ptr + 1, self.items[i].origin)
+        self._close_row(k)
+        self.row_from_state[k] = lex_state
+        self._finish_row(k)
+        self.n_rows = k + 1
+        self.n_rows_mem = k + 1
+        return 1
+
+    def clone(self):
+        """An independent copy of this row stack (for ``Matcher.copy``)."""
+        cdef Rows r = Rows.__new__(Rows, self.g, self.dfa)
+        cdef int W = self.g.n_words
+        while r.rows_cap < self.rows_cap:
+            r._grow_rows()
+        if r.items_cap < self.items_cap:
+            free(r.items)
+            r.items = <ItemC*>malloc(sizeof(ItemC) * self.items_cap)
+            if r.items == NULL:
+                raise MemoryError()
+            r.items_cap = self.items_cap
+        cdef int32_t n = self.n_rows_mem
+        memcpy(r.items, self.items, sizeof(ItemC) * self.row_start[n])
+        memcpy(r.row_start, self.row_start, sizeof(int32_t) * (n + 1))
+        memcpy(r.row_lex_start, self.row_lex_start, sizeof(int32_t) * n)
+        memcpy(r.row_from_state, self.row_from_state, sizeof(int32_t) * n)
+        memcpy(r.row_accepting, self.row_accepting, n)
+        memcpy(r.row_expected, self.row_expected, sizeof(uint64_t) * n * W)
+        r.n_rows = self.n_rows
+        r.n_rows_mem = n
+        return r
+
+    # ---- Python-visible helpers (tests, debugging) --------------------
+    def py_items(self, int k):
+        """Items of row ``k`` as ``(ptr, origin)`` pairs."""
+        return [(self.items[i].ptr, self.items[i].origin)
+                for i in range(self.row_start[k], self.row_start[k + 1])]
+
+    @property
+    def size(self):
+        return self.n_rows

@@ -1,0 +1,280 @@
+"""Lark grammar text -> flat context-free grammar over integer symbols.
+
+Lark itself loads the grammar, so templates, ``%import`` (including relative
+imports), aliases, ``?rule``/``_rule`` inlining, ``~n..m``, string and regex
+flags all mean exactly what they mean in Lark.  We then keep only what decides
+*which documents are accepted*: rules, terminal patterns and ``%ignore``.
+Priorities, aliases and tree shaping are dropped on purpose (they never change
+the language).
+
+Invariants of a :class:`Grammar`:
+
+* symbols are ints: terminals ``0..T-1``, nonterminals ``T..T+N-1``;
+* rule 0 is the augmented start rule ``$start -> <start>``;
+* ``rhs`` holds every rule's right side back to back, each followed by the
+  sentinel ``-(r+1)``, so an Earley item is a single index into ``rhs`` and
+  "dot at the end" is ``rhs[p] < 0``;
+* every remaining rule is productive and reachable from the start symbol,
+  every terminal is used by a remaining rule or is ``%ignore``d;
+* ``nullable[s]`` is True iff symbol ``s`` derives the empty string
+  (terminals never do: empty terminals are refused when their automaton is
+  built).
+"""
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .errors import GrammarError
+
+START_SYMBOL_NAME = "$start"
+
+# A comment Lark and llguidance both ignore; see docs/architecture.md "Word boundary".
+_WORD_BOUNDARY_PRAGMA = re.compile(r"^[ \t]*//[ \t]*%cfgmask[ \t]+word_boundary[ \t]+(\S+)[ \t]*$", re.M)
+
+_BUILTIN_NAMES = ("json", "sql", "javascript")
+
+
+def _builtin_dir():
+    """Where the bundled ``*.lark`` files live (installed package or source tree)."""
+    try:
+        from importlib.resources import files
+        d = files("cfgmask.grammars")
+        if d.joinpath("json.lark").is_file():
+            return Path(str(d))
+    except (ModuleNotFoundError, TypeError):
+        pass
+    return Path(__file__).resolve().parent.parent / "grammars"
+
+
+def word_boundary_bytes(byte_class):
+    """Bytes ``b`` with ``re.fullmatch(byte_class, chr(b))`` (``\\x80-\\xff`` means those bytes)."""
+    try:
+        rx = re.compile(byte_class)
+    except re.error as e:
+        raise GrammarError(f"word_boundary: {byte_class!r} is not a valid regex class ({e})",
+                           where="word_boundary", construct="pragma") from None
+    return bytes(b for b in range(256) if rx.fullmatch(chr(b)))
+
+
+class Grammar:
+    """A Lark grammar normalised to a flat CFG plus terminal regexes.
+
+    Build one with :meth:`from_lark`, :meth:`from_file` or :meth:`builtin`.
+    The object is immutable after construction; see the module docstring for
+    the invariants the runtime relies on.
+    """
+
+    def __init__(self, *, terminal_names, terminal_patterns, terminal_is_ignore,
+                 nonterminal_names, rules, start, word_boundary=b"", source=None):
+        self.terminal_names = list(terminal_names)
+        self.terminal_patterns = list(terminal_patterns)
+        self.terminal_is_ignore = np.asarray(terminal_is_ignore, dtype=np.bool_)
+        self.nonterminal_names = list(nonterminal_names)
+        self.start = start
+        self.word_boundary = bytes(word_boundary)
+        self.source = source
+        T = len(self.terminal_names)
+        lhs, starts, rhs = [], [], []
+        for r, (a, body) in enumerate(rules):
+            lhs.append(a)
+            starts.append(len(rhs))
+            rhs.extend(body)
+            rhs.append(-(r + 1))
+        self.rule_lhs = np.asarray(lhs, dtype=np.int32)
+        self.rule_rhs_start = np.asarray(starts, dtype=np.int32)
+        self.rhs = np.asarray(rhs, dtype=np.int32)
+        self.start_rule = 0
+        self.nullable = _nullable(T + len(self.nonterminal_names), rules)
+
+    # ---- sizes -------------------------------------------------------
+    @property
+    def n_terminals(self):
+        return len(self.terminal_names)
+
+    @property
+    def n_nonterminals(self):
+        return len(self.nonterminal_names)
+
+    @property
+    def n_rules(self):
+        return len(self.rule_lhs)
+
+    def symbol_name(self, s):
+        T = self.n_terminals
+        return self.terminal_names[s] if s < T else self.nonterminal_names[s - T]
+
+    def rule_body(self, r):
+        """The right-hand side of rule ``r`` as a list of symbol ids."""
+        p = int(self.rule_rhs_start[r])
+        out = []
+        while self.rhs[p] >= 0:
+            out.append(int(self.rhs[p]))
+            p += 1
+        return out
+
+    def rules_text(self):
+        """Readable dump, one rule per line (for ``cfgmask check`` and debugging)."""
+        lines = []
+        for r in range(self.n_rules):
+            body = " ".join(self.symbol_name(s) for s in self.rule_body(r)) or "<empty>"
+            lines.append(f"{self.symbol_name(int(self.rule_lhs[r]))} -> {body}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return (f"<Grammar start={self.start!r} rules={self.n_rules} "
+                f"terminals={self.n_terminals} nonterminals={self.n_nonterminals}>")
+
+    # ---- constructors -------------------------------------------------
+    @classmethod
+    def from_lark(cls, text, start="start", *, import_paths=(), word_boundary=None, source=None):
+        """Load Lark grammar ``text`` with the ``lark`` package and normalise it.
+
+        ``word_boundary`` is a regex byte class (see docs/architecture.md);
+        ``None`` means "use the ``// %cfgmask word_boundary CLASS`` pragma in
+        the text if there is one".  Raises :class:`GrammarError` naming the
+        rule or terminal when the grammar cannot be turned into an exact mask.
+        """
+        import lark
+        from lark.exceptions import LarkError
+
+        if not isinstance(text, str):
+            raise GrammarError(f"grammar text must be str, not {type(text).__name__}",
+                               where=source, construct="input")
+        if not isinstance(start, str):
+            raise GrammarError("start must be a single rule name", where=str(start), construct="start")
+        try:
+            parser = lark.Lark(text, start=start, parser="earley", lexer="dynamic",
+                               import_paths=list(import_paths), source_path=source)
+        except LarkError as e:
+            raise GrammarError(f"{source or 'grammar'}: {e}", where=source, construct="lark") from None
+        if word_boundary is None:
+            m = _WORD_BOUNDARY_PRAGMA.search(text)
+            word_boundary = m.group(1) if m else ""
+        wb = word_boundary_bytes(word_boundary) if word_boundary else b""
+        return _normalise(parser, start, wb, source)
+
+    @classmethod
+    def from_file(cls, path, start="start", *, word_boundary=None):
+        """Load a ``.lark`` file; relative ``%import``s resolve next to it."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise GrammarError(f"cannot read grammar file {path}: {e.strerror}",
+                               where=str(path), construct="file") from None
+        return cls.from_lark(text, start=start, import_paths=[str(path.parent)],
+                             word_boundary=word_boundary, source=str(path))
+
+    @classmethod
+    def builtin(cls, name):
+        """One of the bundled grammars: ``"json"``, ``"sql"`` or ``"javascript"``."""
+        from .errors import ConfigurationError
+        if name not in _BUILTIN_NAMES:
+            raise ConfigurationError(f"no builtin grammar {name!r}; choose one of {', '.join(_BUILTIN_NAMES)}")
+        return cls.from_file(_builtin_dir() / f"{name}.lark")
+
+    @staticmethod
+    def builtin_names():
+        return _BUILTIN_NAMES
+
+    @staticmethod
+    def builtin_path(name):
+        return _builtin_dir() / f"{name}.lark"
+
+
+def _nullable(n_symbols, rules):
+    nullable = np.zeros(n_symbols, dtype=np.bool_)
+    changed = True
+    while changed:
+        changed = False
+        for a, body in rules:
+            if not nullable[a] and all(nullable[s] for s in body):
+                nullable[a] = True
+                changed = True
+    return nullable
+
+
+def _normalise(parser, start, word_boundary, source):
+    """Turn a loaded ``lark.Lark`` into the flat :class:`Grammar` (see module docstring)."""
+    where = source or "grammar"
+    term_defs = {t.name: t for t in parser.terminals}
+    ignore = set(parser.ignore_tokens)
+
+    raw = []  # (lhs name, [(name, is_term)])
+    for r in parser.rules:
+        raw.append((r.origin.name, [(s.name, s.is_term) for s in r.expansion]))
+    for lhs, body in raw:
+        for name, is_term in body:
+            if is_term and name not in term_defs:
+                raise GrammarError(
+                    f"{where}: terminal {name} (used in rule {lhs}) has no definition; "
+                    "%declare'd terminals come from a post-lexer and cannot be expressed by a "
+                    "context-free mask", where=name, construct="%declare")
+    for name in ignore:
+        if name not in term_defs:
+            raise GrammarError(f"{where}: %ignore'd terminal {name} has no definition",
+                               where=name, construct="%declare")
+
+    # Productive nonterminals (fixpoint), then reachable ones from start.
+    productive = set()
+    changed = True
+    while changed:
+        changed = False
+        for lhs, body in raw:
+            if lhs not in productive and all(t or n in productive for n, t in body):
+                productive.add(lhs)
+                changed = True
+    if start not in productive:
+        raise GrammarError(f"{where}: start rule {start!r} derives no finite string "
+                           "(every expansion recurses forever or uses an unproductive rule)",
+                           where=start, construct="unproductive start")
+    kept = [(lhs, body) for lhs, body in raw
+            if lhs in productive and all(t or n in productive for n, t in body)]
+    by_lhs = {}
+    for lhs, body in kept:
+        by_lhs.setdefault(lhs, []).append(body)
+    reachable, todo = {start}, [start]
+    while todo:
+        a = todo.pop()
+        for body in by_lhs.get(a, ()):
+            for n, t in body:
+                if not t and n not in reachable:
+                    reachable.add(n)
+                    todo.append(n)
+    kept = [(lhs, body) for lhs, body in kept if lhs in reachable]
+
+    # Number symbols: terminals in first-use order, then %ignore ones; nonterminals likewise.
+    term_ids, nt_names = {}, [START_SYMBOL_NAME]
+    nt_ids = {START_SYMBOL_NAME: 0}
+    for lhs, body in [(START_SYMBOL_NAME, [(start, False)])] + kept:
+        for n, t in [(lhs, False)] + body:
+            if t:
+                term_ids.setdefault(n, len(term_ids))
+            elif n not in nt_ids:
+                nt_ids[n] = len(nt_names)
+                nt_names.append(n)
+    for n in sorted(ignore):
+        term_ids.setdefault(n, len(term_ids))
+    T = len(term_ids)
+    names = sorted(term_ids, key=term_ids.get)
+
+    def sym(n, t):
+        return term_ids[n] if t else T + nt_ids[n]
+
+    rules = [(T + 0, [sym(start, False)])]
+    for lhs, body in kept:
+        rules.append((sym(lhs, False), [sym(n, t) for n, t in body]))
+
+    return Grammar(
+        terminal_names=names,
+        terminal_patterns=[term_defs[n].pattern.to_regexp() for n in names],
+        terminal_is_ignore=[n in ignore for n in names],
+        nonterminal_names=nt_names,
+        rules=rules,
+        start=start,
+        word_boundary=word_boundary,
+        source=source,
+    )
