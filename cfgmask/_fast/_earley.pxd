@@ -24,6 +24,9 @@ cdef class Rows:
     cdef ItemC* items
     cdef int64_t items_cap
     cdef int32_t* row_start          # [rows_cap + 1]
+    cdef int32_t* wait               # indices of items whose next symbol is a nonterminal
+    cdef int64_t wait_cap
+    cdef int32_t* row_wait_start     # [rows_cap + 1]: row k's waiting items are wait[a:b]
     cdef int32_t* row_lex_start      # lexer start state of each row
     cdef int32_t* row_from_state     # lexer state whose lexeme built the row (-1 for row 0)
     cdef uint8_t* row_accepting

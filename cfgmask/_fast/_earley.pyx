@@ -76,6 +76,9 @@ cdef class Rows:
         self.items = <ItemC*>malloc(sizeof(ItemC) * self.items_cap)
         self.rows_cap = 64
         self.row_start = <int32_t*>malloc(sizeof(int32_t) * (self.rows_cap + 1))
+        self.row_wait_start = <int32_t*>malloc(sizeof(int32_t) * (self.rows_cap + 1))
+        self.wait_cap = 1024
+        self.wait = <int32_t*>malloc(sizeof(int32_t) * self.wait_cap)
         self.row_lex_start = <int32_t*>malloc(sizeof(int32_t) * self.rows_cap)
         self.row_from_state = <int32_t*>malloc(sizeof(int32_t) * self.rows_cap)
         self.row_accepting = <uint8_t*>malloc(self.rows_cap)
@@ -85,7 +88,7 @@ cdef class Rows:
         n_nt = len(g._keep[4]) - 1
         self.predicted_gen = <uint32_t*>malloc(sizeof(uint32_t) * max(1, n_nt))
         self.scratch_bits = <uint64_t*>malloc(sizeof(uint64_t) * g.n_words)
-        if (self.items == NULL or self.row_start == NULL or self.row_lex_start == NULL
+        if (self.items == NULL or self.row_start == NULL or self.wait == NULL or self.row_wait_start == NULL or self.row_lex_start == NULL
                 or self.row_from_state == NULL or self.row_accepting == NULL
                 or self.row_expected == NULL or self.seen_keys == NULL
                 or self.predicted_gen == NULL or self.scratch_bits == NULL):
@@ -97,6 +100,8 @@ cdef class Rows:
     def __dealloc__(self):
         free(self.items)
         free(self.row_start)
+        free(self.row_wait_start)
+        free(self.wait)
         free(self.row_lex_start)
         free(self.row_from_state)
         free(self.row_accepting)
@@ -110,6 +115,7 @@ cdef class Rows:
         self.n_rows = 0
         self.row_start[0] = 0
         self.row_start[1] = 0
+        self.row_wait_start[0] = 0
         self._begin_row(0)
         self._add(self.g.rule_rhs_start[0], 0)
         self._close_row(0)
@@ -136,6 +142,10 @@ cdef class Rows:
         if p0 == NULL:
             raise MemoryError()
         self.row_start = p0
+        p5 = <int32_t*>realloc(self.row_wait_start, sizeof(int32_t) * (newcap + 1))
+        if p5 == NULL:
+            raise MemoryError()
+        self.row_wait_start = p5
         p1 = <int32_t*>realloc(self.row_lex_start, sizeof(int32_t) * newcap)
         if p1 == NULL:
             raise MemoryError()
@@ -216,9 +226,12 @@ cdef class Rows:
             sym = g.rhs[ptr]
             if sym < 0:
                 if origin != k:
+                    # only the origin row's waiting items can advance (right recursion
+                    # makes rows long with completed items; never rescan those)
                     A = g.rule_lhs[-sym - 1]
-                    jend = self.row_start[origin + 1]
-                    for j in range(self.row_start[origin], jend):
+                    jend = self.row_wait_start[origin + 1]
+                    for q in range(self.row_wait_start[origin], jend):
+                        j = self.wait[q]
                         if g.rhs[self.items[j].ptr] == A:
                             self._add(self.items[j].ptr + 1, self.items[j].origin)
             elif sym >= T:
@@ -241,15 +254,28 @@ cdef class Rows:
         cdef int32_t i, sym, w
         cdef uint8_t acc = 0
         cdef uint64_t any = 0
+        cdef int32_t nw = self.row_wait_start[k]
+        cdef int64_t need = nw + (self.row_start[k + 1] - self.row_start[k])
+        if need > self.wait_cap:
+            newcap = max(need, self.wait_cap * 2)
+            pw = <int32_t*>realloc(self.wait, sizeof(int32_t) * newcap)
+            if pw == NULL:
+                raise MemoryError()
+            self.wait = pw
+            self.wait_cap = newcap
         for w in range(W):
             exp[w] = 0
         for i in range(self.row_start[k], self.row_start[k + 1]):
             sym = g.rhs[self.items[i].ptr]
-            if 0 <= sym < g.n_terminals:
+            if sym >= g.n_terminals:
+                self.wait[nw] = i
+                nw += 1
+            elif 0 <= sym:
                 exp[sym >> 6] |= (<uint64_t>1) << (sym & 63)
             elif self.items[i].ptr == g.start_end_ptr and self.items[i].origin == 0:
                 acc = 1
         self.row_accepting[k] = acc
+        self.row_wait_start[k + 1] = nw
         for w in range(W):
             any |= exp[w]
         for w in range(W):
@@ -309,6 +335,14 @@ cdef class Rows:
                 raise MemoryError()
             r.items_cap = self.items_cap
         cdef int32_t n = self.n_rows_mem
+        if r.wait_cap < self.wait_cap:
+            free(r.wait)
+            r.wait = <int32_t*>malloc(sizeof(int32_t) * self.wait_cap)
+            if r.wait == NULL:
+                raise MemoryError()
+            r.wait_cap = self.wait_cap
+        memcpy(r.wait, self.wait, sizeof(int32_t) * self.row_wait_start[n])
+        memcpy(r.row_wait_start, self.row_wait_start, sizeof(int32_t) * (n + 1))
         memcpy(r.items, self.items, sizeof(ItemC) * self.row_start[n])
         memcpy(r.row_start, self.row_start, sizeof(int32_t) * (n + 1))
         memcpy(r.row_lex_start, self.row_lex_start, sizeof(int32_t) * n)
