@@ -504,8 +504,10 @@ cdef class MatcherCore:
             raise ValueError(f"cannot roll back {n} tokens: {len(self.tok_depths)} consumed")
         if n == 0:
             return
-        d = self.tok_depths[-n]
-        del self.tok_depths[-n:]
+        # wraparound is off in this module: index from the front
+        k = len(self.tok_depths) - n
+        d = self.tok_depths[k]
+        del self.tok_depths[k:]
         if d < 0:
             d = -1 - d
         self.finished = False
