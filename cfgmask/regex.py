@@ -1,0 +1,641 @@
+"""Python regex -> exact, minimal byte-level DFA.
+
+``compile_regex(pattern, name)`` returns a :class:`ByteDFA` with these
+invariants (the rest of cfgmask relies on every one of them):
+
+* **UTF-8 exact**: it accepts exactly ``{s.encode("utf-8") :
+  re.fullmatch(pattern, s)}``, flags included.  No overlong form, surrogate
+  (U+D800..U+DFFF), code point above U+10FFFF, stray continuation byte or
+  truncated sequence is ever accepted.
+* **start = 0**, ``trans[s, b] == -1`` means dead; there is no explicit dead
+  state.
+* **trimmed**: every state is reachable from 0 and can reach an accepting
+  state, so "not -1" means "still a prefix of some accepted string" (and that
+  string is valid UTF-8).  The one exception is a pattern that matches
+  nothing: one non-accepting state with no transitions.
+* **minimal**: no two states accept the same language; deterministic; states
+  numbered breadth-first from 0 (bytes visited in increasing order).
+
+Pipeline: Python's own parser (``re._parser``, so syntax and flags mean what
+they mean to ``re``) -> byte NFA (each character class becomes a small
+deterministic trie of UTF-8 byte ranges) -> subset construction -> Hopcroft
+minimisation, which also folds every state that cannot reach acceptance into
+one dead block that is then dropped -> breadth-first renumbering.
+
+Supported: literals, classes (ranges, negation, ``\\d \\w \\s \\D \\W \\S``),
+``.`` with and without DOTALL, IGNORECASE (exactly Python's folding, ASCII
+under ``a``), alternation, all groups, greedy/lazy repeats, inline and scoped
+flags.  Refused with :class:`GrammarError`: anchors (``^ $ \\A \\Z \\b \\B``:
+their meaning depends on text outside the lexeme), lookaround,
+backreferences, conditionals, atomic groups and possessive repeats, and
+automata larger than ``max_states``.
+"""
+
+from functools import lru_cache
+import re
+
+import numpy as np
+
+from .errors import GrammarError
+from . import unicode_tables as ut
+
+try:  # Python >= 3.11
+    from re import _parser as _sre_parse
+except ImportError:  # pragma: no cover - older Pythons
+    import sre_parse as _sre_parse
+
+__all__ = ["ByteDFA", "compile_regex", "byte_classes"]
+
+_C = _sre_parse  # opcodes and flags are re-exported by the parser module
+LITERAL, NOT_LITERAL, ANY, IN = _C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN
+RANGE, NEGATE, CATEGORY = _C.RANGE, _C.NEGATE, _C.CATEGORY
+BRANCH, SUBPATTERN = _C.BRANCH, _C.SUBPATTERN
+MAX_REPEAT, MIN_REPEAT, MAXREPEAT = _C.MAX_REPEAT, _C.MIN_REPEAT, _C.MAXREPEAT
+AT, ASSERT, ASSERT_NOT = _C.AT, _C.ASSERT, _C.ASSERT_NOT
+GROUPREF, GROUPREF_EXISTS = _C.GROUPREF, _C.GROUPREF_EXISTS
+POSSESSIVE_REPEAT = getattr(_C, "POSSESSIVE_REPEAT", None)  # 3.11+
+ATOMIC_GROUP = getattr(_C, "ATOMIC_GROUP", None)  # 3.11+
+
+FLAG_IGNORECASE = _C.SRE_FLAG_IGNORECASE
+FLAG_DOTALL = _C.SRE_FLAG_DOTALL
+FLAG_ASCII = _C.SRE_FLAG_ASCII
+TYPE_FLAGS = _C.TYPE_FLAGS
+
+_CATEGORY_ESCAPES = {
+    _C.CATEGORY_DIGIT: r"\d", _C.CATEGORY_NOT_DIGIT: r"\D",
+    _C.CATEGORY_SPACE: r"\s", _C.CATEGORY_NOT_SPACE: r"\S",
+    _C.CATEGORY_WORD: r"\w", _C.CATEGORY_NOT_WORD: r"\W",
+}
+
+_ANCHOR_NAMES = {
+    _C.AT_BEGINNING: "^", _C.AT_BEGINNING_STRING: "\\A",
+    _C.AT_END: "$", _C.AT_END_STRING: "\\Z",
+    _C.AT_BOUNDARY: "\\b", _C.AT_NON_BOUNDARY: "\\B",
+}
+
+DEFAULT_MAX_STATES = 20000
+# NFA states allowed per allowed DFA state: a bounded repeat of a big class
+# (``\w{1,50}``) needs several NFA states per DFA state, more is a blow-up.
+_NFA_STATES_PER_DFA_STATE = 8
+
+
+# ---------------------------------------------------------------------------
+# The result
+# ---------------------------------------------------------------------------
+
+class ByteDFA:
+    """A deterministic automaton over bytes; see the module docstring."""
+
+    __slots__ = ("trans", "accepting", "start", "n_states", "pattern", "name")
+
+    def __init__(self, trans, accepting, pattern="", name="?"):
+        self.trans = np.ascontiguousarray(trans, dtype=np.int32)
+        self.accepting = np.ascontiguousarray(accepting, dtype=bool)
+        self.start = 0
+        self.n_states = int(self.trans.shape[0])
+        self.pattern = pattern
+        self.name = name
+
+    def run(self, data: bytes, state: int = 0) -> int:
+        """State after reading ``data`` from ``state``; -1 once dead."""
+        trans = self.trans
+        for byte in data:
+            state = int(trans[state, byte])
+            if state < 0:
+                return -1
+        return state
+
+    def matches(self, data: bytes) -> bool:
+        """Is ``data`` accepted (a full match)?"""
+        state = self.run(data)
+        return state >= 0 and bool(self.accepting[state])
+
+    def is_prefix(self, data: bytes) -> bool:
+        """Is ``data`` a prefix of some accepted string?"""
+        # Trimmed: every live state reaches acceptance, except in the
+        # one-state automaton of the empty language.
+        return self.run(data) >= 0 and bool(self.accepting.any())
+
+    def __repr__(self):
+        return f"ByteDFA(name={self.name!r}, pattern={self.pattern!r}, n_states={self.n_states})"
+
+
+def _too_large(name, limit, what):
+    return GrammarError(
+        f"terminal {name}: automaton too large (more than {limit} states in the {what}); "
+        f"bounded repeats such as {{m,n}} are expanded copy by copy, so simplify "
+        f"the pattern or raise max_states",
+        where=name, construct="automaton size")
+
+
+def _unsupported(name, construct, why):
+    return GrammarError(f"terminal {name}: {construct} is not supported ({why})",
+                        where=name, construct=construct)
+
+
+# ---------------------------------------------------------------------------
+# Character nodes -> sets of code points
+# ---------------------------------------------------------------------------
+
+def _escape_code_point(code_point: int) -> str:
+    return f"\\U{code_point:08x}"
+
+
+def _render_char_node(op, av) -> str:
+    """Regex text for one character node, re-parsed by ``re`` into the same node."""
+    if op is LITERAL:
+        return _escape_code_point(av)
+    if op is NOT_LITERAL:
+        return "[^" + _escape_code_point(av) + "]"
+    parts = []
+    for item_op, item_av in av:
+        if item_op is NEGATE:
+            parts.append("^")
+        elif item_op is LITERAL:
+            parts.append(_escape_code_point(item_av))
+        elif item_op is RANGE:
+            parts.append(_escape_code_point(item_av[0]) + "-" + _escape_code_point(item_av[1]))
+        elif item_op is CATEGORY:
+            parts.append(_CATEGORY_ESCAPES[item_av])
+        else:  # pragma: no cover - the parser emits nothing else in a class
+            raise ValueError(f"unexpected class item {item_op}")
+    if len(av) == 1 and av[0][0] is LITERAL:
+        # "[x]" would be re-parsed as a plain literal; "[xx]" stays a class.
+        parts.append(parts[0])
+    return "[" + "".join(parts) + "]"
+
+
+@lru_cache(maxsize=4096)
+def _char_ranges(op, av, flags) -> tuple:
+    """The code points one character node matches under ``flags``."""
+    if op is ANY:
+        return ut.UNIVERSE if flags & FLAG_DOTALL else ut.complement(((0x0A, 0x0A),))
+    if flags & FLAG_IGNORECASE:
+        # Case folding has many special cases (Kelvin sign, long s, Turkish
+        # dotted I, non-BMP ranges, classes with categories): ask Python.
+        return ut.scan_ranges(_render_char_node(op, av),
+                              flags & (FLAG_IGNORECASE | FLAG_ASCII))
+    if op is LITERAL:
+        return ut.normalize(((av, av),))
+    if op is NOT_LITERAL:
+        return ut.complement(((av, av),))
+    negate = False
+    ranges = []
+    for item_op, item_av in av:
+        if item_op is NEGATE:
+            negate = True
+        elif item_op is LITERAL:
+            ranges.append((item_av, item_av))
+        elif item_op is RANGE:
+            ranges.append(item_av)
+        else:  # CATEGORY: \d \w \s and negations, Unicode or ASCII meaning
+            ranges.extend(ut.scan_ranges(_CATEGORY_ESCAPES[item_av], flags & FLAG_ASCII))
+    return ut.complement(ranges) if negate else ut.normalize(ranges)
+
+
+# ---------------------------------------------------------------------------
+# Code point sets -> UTF-8 byte tries
+# ---------------------------------------------------------------------------
+
+_EXIT = -1  # template target meaning "a whole character has been read"
+_LEAD_MARKERS = {2: 0xC0, 3: 0xE0, 4: 0xF0}
+
+
+def _split_by_top_digit(intervals, k):
+    """Group values by their base-64 digit above the low ``k`` digits.
+
+    ``intervals``: sorted disjoint ranges of integers.  Returns a list of
+    ``(top_lo, top_hi, low_intervals)``: every value ``top * 64**k + low``
+    with ``top_lo <= top <= top_hi`` and ``low`` in ``low_intervals`` is in
+    the set.  Consecutive tops with the same low part share one entry, which
+    becomes one byte-range edge.
+    """
+    shift = 6 * k
+    unit = 1 << shift
+    low_parts = {}
+    for lo, hi in intervals:
+        top_lo, top_hi = lo >> shift, hi >> shift
+        if top_lo == top_hi:
+            low_parts.setdefault(top_lo, []).append((lo - (top_lo << shift), hi - (top_lo << shift)))
+            continue
+        low_parts.setdefault(top_lo, []).append((lo - (top_lo << shift), unit - 1))
+        for top in range(top_lo + 1, top_hi):
+            low_parts[top] = [(0, unit - 1)]
+        low_parts.setdefault(top_hi, []).append((0, hi - (top_hi << shift)))
+    groups = []
+    for top in sorted(low_parts):
+        low = tuple(low_parts[top])
+        if groups and groups[-1][1] == top - 1 and groups[-1][2] == low:
+            groups[-1][1] = top
+        else:
+            groups.append([top, top, low])
+    return groups
+
+
+@lru_cache(maxsize=1024)
+def _utf8_trie(ranges) -> tuple:
+    """A deterministic byte automaton for the UTF-8 encodings of ``ranges``.
+
+    Returned as a template: a tuple of states, each a tuple of disjoint
+    ``(byte_lo, byte_hi, target)`` edges; state 0 is the entry and target
+    ``_EXIT`` means a character is complete.  States are shared by the set of
+    continuations they accept, so the trie is minimal for its language.
+    Because only scalar values are encoded, each with its own length, no
+    overlong form, surrogate or value above U+10FFFF can be spelled.
+    """
+    states = [()]
+    memo = {}
+
+    def continuation(k, payloads):
+        """State accepting k continuation bytes whose 6-bit payloads, read
+        as one base-64 number, lie in ``payloads``."""
+        if k == 0:
+            return _EXIT
+        key = (k, payloads)
+        if key not in memo:
+            state = len(states)
+            states.append(())
+            memo[key] = state
+            states[state] = tuple(
+                (0x80 + top_lo, 0x80 + top_hi, continuation(k - 1, low))
+                for top_lo, top_hi, low in _split_by_top_digit(payloads, k - 1))
+        return memo[key]
+
+    entry = []
+    for length, (bound_lo, bound_hi) in enumerate(ut.UTF8_LENGTH_BOUNDS, start=1):
+        clipped = [(max(lo, bound_lo), min(hi, bound_hi)) for lo, hi in ranges
+                   if lo <= bound_hi and hi >= bound_lo]
+        if not clipped:
+            continue
+        if length == 1:
+            entry.extend((lo, hi, _EXIT) for lo, hi in clipped)
+            continue
+        # The lead byte carries the digits above the low (length-1) base-64 digits.
+        marker = _LEAD_MARKERS[length]
+        for top_lo, top_hi, low in _split_by_top_digit(clipped, length - 1):
+            entry.append((marker + top_lo, marker + top_hi, continuation(length - 1, low)))
+    states[0] = tuple(entry)
+    return tuple(states)
+
+
+# ---------------------------------------------------------------------------
+# AST -> NFA over bytes
+# ---------------------------------------------------------------------------
+
+class _NFABuilder:
+    """Thompson-style NFA whose moves are byte ranges or empty moves.
+
+    ``build(subpattern, flags, entry)`` adds the moves for ``subpattern``
+    starting at ``entry`` and returns the state reached after it.
+    """
+
+    def __init__(self, name, limit):
+        self.name = name
+        self.limit = limit
+        self.empty_moves = []  # state -> [state]
+        self.byte_moves = []   # state -> [(byte_lo, byte_hi, state)]
+
+    def new_state(self) -> int:
+        if len(self.byte_moves) >= self.limit:
+            raise _too_large(self.name, self.limit, "NFA")
+        self.empty_moves.append([])
+        self.byte_moves.append([])
+        return len(self.byte_moves) - 1
+
+    def add_char_set(self, ranges, entry) -> int:
+        template = _utf8_trie(ranges)
+        exit_state = self.new_state()
+        ids = [entry] + [self.new_state() for _ in template[1:]]
+        for local, edges in enumerate(template):
+            self.byte_moves[ids[local]].extend(
+                (lo, hi, exit_state if target == _EXIT else ids[target])
+                for lo, hi, target in edges)
+        return exit_state
+
+    def build(self, subpattern, flags, entry) -> int:
+        state = entry
+        for op, av in subpattern:
+            state = self.build_item(op, av, flags, state)
+        return state
+
+    def build_item(self, op, av, flags, entry) -> int:
+        name = self.name
+        if op in (LITERAL, NOT_LITERAL, ANY):
+            return self.add_char_set(_char_ranges(op, av, _char_flags(flags)), entry)
+        if op is IN:
+            return self.add_char_set(_char_ranges(op, tuple(av), _char_flags(flags)), entry)
+        if op is SUBPATTERN:
+            _group, add_flags, del_flags, body = av
+            return self.build(body, _combine_flags(flags, add_flags, del_flags), entry)
+        if op is BRANCH:
+            exit_state = self.new_state()
+            for alternative in av[1]:
+                start = self.new_state()
+                self.empty_moves[entry].append(start)
+                self.empty_moves[self.build(alternative, flags, start)].append(exit_state)
+            return exit_state
+        if op is MAX_REPEAT or op is MIN_REPEAT:
+            # Lazy and greedy repeats accept the same strings under fullmatch.
+            return self.build_repeat(*av, flags, entry)
+        if op is AT:
+            anchor = _ANCHOR_NAMES.get(av, str(av))
+            raise _unsupported(name, f"anchor {anchor}",
+                               "its truth depends on text around the lexeme, "
+                               "which a terminal's automaton never sees")
+        if op is ASSERT or op is ASSERT_NOT:
+            direction, _body = av
+            kind = "lookbehind" if direction < 0 else "lookahead"
+            if op is ASSERT_NOT:
+                kind = "negative " + kind
+            raise _unsupported(name, kind, "lookaround is not compiled into the byte automaton")
+        if op is GROUPREF:
+            raise _unsupported(name, "backreference", "it does not describe a regular language")
+        if op is GROUPREF_EXISTS:
+            raise _unsupported(name, "conditional group (?(id)yes|no)",
+                               "it depends on which groups matched")
+        if ATOMIC_GROUP is not None and op is ATOMIC_GROUP:
+            raise _unsupported(name, "atomic group (?>...)",
+                               "it cuts backtracking, which changes the language")
+        if POSSESSIVE_REPEAT is not None and op is POSSESSIVE_REPEAT:
+            raise _unsupported(name, "possessive repeat",
+                               "it cuts backtracking, which changes the language")
+        raise _unsupported(name, f"regex construct {op}", "unknown to cfgmask")
+
+    def build_repeat(self, min_count, max_count, body, flags, entry) -> int:
+        state = entry
+        for _ in range(min_count):
+            state = self.build(body, flags, state)
+        if max_count == MAXREPEAT:
+            loop = self.new_state()
+            self.empty_moves[state].append(loop)
+            self.empty_moves[self.build(body, flags, loop)].append(loop)
+            return loop
+        if max_count == min_count:
+            return state
+        # x{0,n} as x?x?...x? where skipping one copy skips all the rest, so
+        # the copies do not combine into a quadratic number of paths.
+        exit_state = self.new_state()
+        for _ in range(max_count - min_count):
+            self.empty_moves[state].append(exit_state)
+            state = self.build(body, flags, state)
+        self.empty_moves[state].append(exit_state)
+        return exit_state
+
+
+def _combine_flags(flags, add_flags, del_flags):
+    # Same rule as re._compiler: a scoped (?a) / (?u) replaces the type flag.
+    if add_flags & TYPE_FLAGS:
+        flags &= ~TYPE_FLAGS
+    return (flags | add_flags) & ~del_flags
+
+
+def _char_flags(flags):
+    """The flags a character node's meaning depends on (better cache hits)."""
+    return flags & (FLAG_IGNORECASE | FLAG_DOTALL | FLAG_ASCII)
+
+
+# ---------------------------------------------------------------------------
+# NFA -> DFA (subset construction)
+# ---------------------------------------------------------------------------
+
+def _byte_segments(edge_lists):
+    """Split 0..255 at every edge boundary.
+
+    Yields ``(byte_lo, byte_hi, targets)`` for each maximal byte interval on
+    which the same non-empty set of NFA targets is reachable.
+    """
+    events = []
+    for edges in edge_lists:
+        for lo, hi, target in edges:
+            events.append((lo, 1, target))
+            events.append((hi + 1, -1, target))
+    events.sort(key=lambda event: event[0])
+    active = {}
+    i, n = 0, len(events)
+    while i < n:
+        position = events[i][0]
+        while i < n and events[i][0] == position:
+            _, delta, target = events[i]
+            count = active.get(target, 0) + delta
+            if count:
+                active[target] = count
+            else:
+                del active[target]
+            i += 1
+        if i < n and active:
+            yield position, events[i][0] - 1, frozenset(active)
+
+
+def _determinize(nfa, start, final, max_states, name):
+    empty_moves, byte_moves = nfa.empty_moves, nfa.byte_moves
+
+    def closure(states):
+        stack = list(states)
+        seen = set(stack)
+        while stack:
+            for nxt in empty_moves[stack.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return frozenset(seen)
+
+    start_set = closure([start])
+    id_of_set = {start_set: 0}
+    subsets = [start_set]
+    id_of_targets = {}  # target set before closure -> DFA state (saves closures)
+    rows = []
+    while len(rows) < len(subsets):
+        subset = subsets[len(rows)]
+        row = np.full(256, -1, dtype=np.int32)
+        for lo, hi, targets in _byte_segments(byte_moves[s] for s in subset):
+            dfa_state = id_of_targets.get(targets)
+            if dfa_state is None:
+                closed = closure(targets)
+                dfa_state = id_of_set.get(closed)
+                if dfa_state is None:
+                    dfa_state = len(subsets)
+                    if dfa_state >= max_states:
+                        raise _too_large(name, max_states, "DFA")
+                    id_of_set[closed] = dfa_state
+                    subsets.append(closed)
+                id_of_targets[targets] = dfa_state
+            row[lo:hi + 1] = dfa_state
+        rows.append(row)
+    accepting = np.array([final in subset for subset in subsets], dtype=bool)
+    return np.stack(rows), accepting
+
+
+# ---------------------------------------------------------------------------
+# Minimisation and trimming
+# ---------------------------------------------------------------------------
+
+def _column_classes(trans):
+    """Group the 256 columns of ``trans`` into classes of identical columns.
+
+    Returns ``(class_of_byte uint8[256], representative byte of each class)``;
+    classes are numbered by the first byte that has them.
+    """
+    columns = np.ascontiguousarray(trans.T)
+    class_of = np.zeros(256, dtype=np.uint8)
+    first_byte = {}
+    representatives = []
+    for byte in range(256):
+        key = columns[byte].tobytes()
+        if key not in first_byte:
+            first_byte[key] = len(representatives)
+            representatives.append(byte)
+        class_of[byte] = first_byte[key]
+    return class_of, representatives
+
+
+def _predecessors(table):
+    """Incoming edges of a partial DFA ``table`` (int [n, k], -1 = none).
+
+    Returns lists ``(bounds, pred_source, pred_class)``: the edges entering
+    state t are entries ``bounds[t]:bounds[t + 1]`` of the two others.
+    """
+    n, k = table.shape
+    targets = table.ravel()
+    edges = np.flatnonzero(targets >= 0)
+    edges = edges[np.argsort(targets[edges], kind="stable")]
+    bounds = np.searchsorted(targets[edges], np.arange(n + 1)).tolist()
+    return bounds, (edges // k).tolist(), (edges % k).tolist()
+
+
+def _hopcroft(n, accepting, bounds, pred_source, pred_class):
+    """Coarsest partition of the states of a trimmed partial DFA into
+    equivalent blocks (Hopcroft's algorithm).
+
+    A missing transition goes to an implicit dead state, which is its own
+    block: every real state can reach acceptance, the dead state cannot.
+    Returns ``block_of``, a list mapping each state to its block number.
+    """
+    block_of = [0] * n
+    blocks = []
+    for members in ([s for s in range(n) if accepting[s]],
+                    [s for s in range(n) if not accepting[s]]):
+        if members:
+            for s in members:
+                block_of[s] = len(blocks)
+            blocks.append(set(members))
+    # The initial blocks are {accepting}, {other live states}, {dead}.
+    # Splitting by all but one of them is enough; leaving out {dead} means
+    # the many missing transitions are never looked at.
+    waiting = set(range(len(blocks)))
+    while waiting:
+        splitter = blocks[waiting.pop()]
+        # Sources that enter the splitter, by class.
+        sources_by_class = {}
+        for target in splitter:
+            for j in range(bounds[target], bounds[target + 1]):
+                sources_by_class.setdefault(pred_class[j], []).append(pred_source[j])
+        for sources in sources_by_class.values():
+            hit = {}
+            for source in sources:
+                hit.setdefault(block_of[source], []).append(source)
+            for b, members in hit.items():
+                block = blocks[b]
+                if len(members) == len(block):
+                    continue
+                new_block = set(members)
+                block -= new_block
+                new_id = len(blocks)
+                blocks.append(new_block)
+                for s in new_block:
+                    block_of[s] = new_id
+                # Hopcroft's rule: it suffices to wait on the smaller half.
+                if b in waiting or len(new_block) <= len(block):
+                    waiting.add(new_id)
+                else:
+                    waiting.add(b)
+    return block_of
+
+
+def _co_accessible(accepting, bounds, pred_source):
+    """States from which an accepting state can be reached."""
+    live = np.array(accepting, dtype=bool)
+    stack = np.flatnonzero(live).tolist()
+    while stack:
+        target = stack.pop()
+        for j in range(bounds[target], bounds[target + 1]):
+            source = pred_source[j]
+            if not live[source]:
+                live[source] = True
+                stack.append(source)
+    return live
+
+
+def _minimize_and_trim(trans, accepting):
+    """Minimal trimmed DFA equivalent to ``trans`` (start 0, -1 = dead)."""
+    # Work on byte classes: bytes with identical columns behave alike.
+    class_of, representatives = _column_classes(trans)
+    table = trans[:, representatives]
+
+    # Trim: drop states that cannot reach acceptance (moves into them die).
+    live = _co_accessible(accepting, *_predecessors(table)[:2])
+    if not live[0]:
+        return np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=bool)
+    live_id = np.where(live, np.cumsum(live) - 1, -1)
+    table = np.where(table >= 0, live_id[np.maximum(table, 0)], -1)[live]
+    accepting = np.asarray(accepting, dtype=bool)[live]
+    n = table.shape[0]
+
+    block_of = np.array(_hopcroft(n, accepting, *_predecessors(table)), dtype=np.int64)
+
+    # Renumber blocks breadth-first from the start, bytes in increasing
+    # order (class numbers follow first appearance by byte value).
+    _, representative = np.unique(block_of, return_index=True)
+    new_id = np.full(len(representative), -1, dtype=np.int64)
+    new_id[block_of[0]] = 0
+    visit = [int(block_of[0])]
+    rows = []
+    while len(rows) < len(visit):
+        targets = table[representative[visit[len(rows)]]]
+        block_row = np.where(targets >= 0, block_of[np.maximum(targets, 0)], -1)
+        for block in block_row.tolist():
+            if block >= 0 and new_id[block] < 0:
+                new_id[block] = len(visit)
+                visit.append(block)
+        rows.append(block_row)
+    small = np.stack(rows)
+    small = np.where(small >= 0, new_id[np.maximum(small, 0)], -1).astype(np.int32)
+    new_trans = np.ascontiguousarray(small[:, class_of])
+    new_accepting = accepting[representative[visit]]
+    return new_trans, new_accepting
+
+
+# ---------------------------------------------------------------------------
+# Public entry points
+# ---------------------------------------------------------------------------
+
+def compile_regex(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
+    """Compile a Python regex to its exact minimal byte DFA (see module doc).
+
+    Raises :class:`GrammarError` naming ``name`` and the construct when the
+    pattern uses something a DFA cannot express here, or when the automaton
+    would need more than ``max_states`` states.
+    """
+    try:
+        parsed = _sre_parse.parse(pattern, 0)
+    except re.error as exc:
+        raise GrammarError(f"terminal {name}: regex syntax error in {pattern!r} ({exc})",
+                           where=name, construct="regex syntax") from exc
+    nfa = _NFABuilder(name, limit=_NFA_STATES_PER_DFA_STATE * max_states)
+    start = nfa.new_state()
+    final = nfa.build(parsed, parsed.state.flags, start)
+    trans, accepting = _determinize(nfa, start, final, max_states, name)
+    trans, accepting = _minimize_and_trim(trans, accepting)
+    return ByteDFA(trans, accepting, pattern=pattern, name=name)
+
+
+def byte_classes(dfas):
+    """Partition the 256 byte values by how the given DFAs treat them.
+
+    Two bytes share a class iff every state of every DFA sends them to the
+    same target.  Returns ``(class_of_byte uint8[256], n_classes)``; classes
+    are numbered in order of first appearance by byte value.
+    """
+    if not dfas:
+        return np.zeros(256, dtype=np.uint8), 1
+    class_of, representatives = _column_classes(np.concatenate([d.trans for d in dfas], axis=0))
+    return class_of, len(representatives)

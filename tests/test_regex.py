@@ -1,0 +1,505 @@
+"""regex.py: Python regex -> exact byte DFA.
+
+The oracle is Python itself: a DFA must accept ``s.encode()`` exactly when
+``re.fullmatch(pattern, s)`` does, and nothing that is not valid UTF-8.
+"""
+
+import functools
+import os
+import re
+
+import lark
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from lark.load_grammar import load_grammar
+
+from cfgmask.errors import GrammarError
+from cfgmask.regex import ByteDFA, byte_classes, compile_regex
+
+EXAMPLES = int(os.environ.get("CFGMASK_REGEX_EXAMPLES", "60"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.filter_too_much])
+
+# ASCII, non-ASCII text, 4-byte characters, and the characters Python's
+# case folding treats specially: long s, Kelvin sign, sharp s and capital
+# sharp s, dotted/dotless i, the three sigmas, micro sign, theta forms.
+TRICKY = ("abcesxyzABCESXYZ0129_ -.+\"\\/*#\n\r\t\x00\x1f\x7f"
+          "éÿĀ€ßẞſKİıΣσςµΜμθϑϴǅ\u00a0\u2028\u0800\uffff"
+          "😀\U00010400\U00010428\U0010FFFF")
+
+# Every construct compile_regex supports, one or more times.
+PATTERNS = [
+    # literals, concatenation, alternation, groups
+    r"abc", r"a|b|cd", r"(a|b)*abb", r"(a|)b", r"(?:)", r"x(?:)y",
+    r"(?P<word>ab)+(?:cd)?(e)", r"(?:ab|ac|a)(?:c|)", r"é€😀",
+    # classes, ranges, negation, escapes
+    r"[a-z]+", r"[^a-z]+", r"[^\"\\]*", r"[\u00e9-\u0101]+", r"[\U0001F600-\U0001F64F]+",
+    r"\U0010FFFF", r"[\x00-\x7f]+", r"[^\x00-\x7f]", r"[\ud000-\ue000]+", r"[-a]|[a-]|[]a]",
+    r"[^\n]*", r"[\w\-]+(?:\.[\w\-]+)*",
+    # categories, Unicode and ASCII meaning
+    r"\d+", r"\w+", r"\s+", r"\D\W\S", r"[\d\s]+", r"[^\W\d_]+", r"(?a:\w+)", r"(?a)\d\s\w",
+    r"(?a:[^\w])", r"(?a:(?u:\w))+",
+    # dot
+    r".", r"(?s:.)+", r".*", r"(?s).*", r"(?s:(?-s:.))",
+    # case-insensitive
+    r"(?i:select)", r"(?i)[a-z]+", r"(?i:[^k])", r"(?i:ß|ſ)", r"(?ai:kelvin)", r"(?i:σ+)",
+    r"(?i:a(?-i:b)c)", r"(?i:[\U00010400-\U0001044f])", r"(?i:\w)", r"(?i:[a-z\W])",
+    r"(?i:[à-ÿ]+)", r"(?i:i|İ)", r"(?i)\U00010400",
+    # repeats, greedy and lazy
+    r"a{2,4}", r"a{3}", r"(ab){2,}", r"a{0,3}?b+?c*?", r"x??", r"(?:a|bc){1,3}", r"(a?)*b",
+    r"(?:a?){3}", r"[ab]{2,5}?",
+    # verbose, multiline flags
+    "(?x) a  b # comment\n c", r"(?m)ab",
+    # typical grammar terminals
+    r'"(?:[^"\\\x00-\x1f]|\\.)*"', r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?",
+    r"/\*(.|\n)*?\*/", r"#[^\n]*", r"[_a-zA-Z][_a-zA-Z0-9]*", r"(?i:(?s:x+))",
+]
+
+SMALL_ALPHABET = 'ab"\\ 1.eSſ\n😀'
+
+
+@functools.lru_cache(maxsize=None)
+def dfa_for(pattern):
+    return compile_regex(pattern, name="T")
+
+
+def check_string(dfa, compiled, s):
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in s):
+        # No UTF-8 encoding exists; the surrogate's CESU-style bytes are invalid.
+        assert not dfa.matches(s.encode("utf-8", "surrogatepass"))
+        return
+    data = s.encode()
+    expected = compiled.fullmatch(s) is not None
+    assert dfa.matches(data) == expected, (compiled.pattern, s)
+    if expected:
+        assert all(dfa.is_prefix(data[:i]) for i in range(len(data) + 1))
+
+
+def strings_for(pattern):
+    noise = st.text(alphabet=TRICKY, max_size=8)
+    accepted = st.from_regex(pattern, fullmatch=True)
+
+    def mutate(args):
+        s, position, char, delete = args
+        position = position % (len(s) + 1)
+        return s[:position] + s[position + 1:] if delete else s[:position] + char + s[position:]
+
+    return st.one_of(
+        noise,
+        accepted,
+        st.lists(st.one_of(accepted, st.text(alphabet=TRICKY, max_size=2)),
+                 min_size=1, max_size=4).map("".join),
+        st.tuples(accepted, st.integers(0, 30), st.sampled_from(TRICKY), st.booleans()).map(mutate),
+    )
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_matches_python_on_generated_strings(pattern):
+    dfa, compiled = dfa_for(pattern), re.compile(pattern)
+
+    @SETTINGS
+    @given(strings_for(pattern))
+    def check(s):
+        check_string(dfa, compiled, s)
+
+    check()
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_matches_python_on_all_short_strings(pattern):
+    dfa, compiled = dfa_for(pattern), re.compile(pattern)
+    strings = [""]
+    frontier = [""]
+    for _ in range(3):
+        frontier = [s + c for s in frontier for c in SMALL_ALPHABET]
+        strings += frontier
+    for s in strings:
+        check_string(dfa, compiled, s)
+
+
+# ---------------------------------------------------------------------------
+# Lark's common.lark
+# ---------------------------------------------------------------------------
+
+def common_lark_terminals():
+    path = os.path.join(os.path.dirname(lark.__file__), "grammars", "common.lark")
+    with open(path) as f:
+        text = f.read()
+    grammar, _ = load_grammar(text + "\nstart: DIGIT\n", "<common>", [], False)
+    terminals, _, _ = grammar.compile(["start"], "*")
+    return [(t.name, t.pattern.to_regexp()) for t in terminals]
+
+
+COMMON = common_lark_terminals()
+
+
+def test_common_lark_is_complete():
+    names = {name for name, _ in COMMON}
+    assert {"NUMBER", "SIGNED_NUMBER", "CNAME", "WS", "ESCAPED_STRING", "C_COMMENT"} <= names
+    assert len(COMMON) >= 25
+
+
+@pytest.mark.parametrize("name,pattern", COMMON, ids=[name for name, _ in COMMON])
+def test_common_lark_terminal(name, pattern):
+    if "(?<" in pattern:
+        # ESCAPED_STRING and its inner part use a lookbehind.
+        with pytest.raises(GrammarError) as info:
+            compile_regex(pattern, name=name)
+        assert name in str(info.value) and "lookbehind" in str(info.value)
+        return
+    dfa, compiled = compile_regex(pattern, name=name), re.compile(pattern)
+
+    @SETTINGS
+    @given(strings_for(pattern))
+    def check(s):
+        check_string(dfa, compiled, s)
+
+    check()
+    assert_invariants(dfa)
+
+
+# ---------------------------------------------------------------------------
+# Structural invariants: start 0, trimmed, minimal
+# ---------------------------------------------------------------------------
+
+def moore_classes(dfa):
+    """Number of language-equivalence classes (plain Moore refinement)."""
+    # Identical byte columns give identical signatures: keep one of each.
+    columns = np.unique(dfa.trans.T, axis=0).T
+    trans = np.where(columns >= 0, columns, dfa.n_states)
+    trans = np.vstack([trans, np.full((1, trans.shape[1]), dfa.n_states)])
+    block = np.append(dfa.accepting, False).astype(np.int64)
+    while True:
+        signature = np.hstack([block[:, None], block[trans]])
+        _, new_block = np.unique(signature, axis=0, return_inverse=True)
+        new_block = new_block.ravel()
+        if len(np.unique(new_block)) == len(np.unique(block)):
+            return len(np.unique(new_block)) - 1  # minus the dead state
+        block = new_block
+
+
+def assert_invariants(dfa):
+    assert isinstance(dfa, ByteDFA)
+    assert dfa.start == 0
+    assert dfa.trans.dtype == np.int32 and dfa.trans.shape == (dfa.n_states, 256)
+    assert dfa.accepting.dtype == np.bool_ and dfa.accepting.shape == (dfa.n_states,)
+    assert dfa.trans.min() >= -1 and dfa.trans.max() < dfa.n_states
+    if not dfa.accepting.any():  # empty language: one bare state
+        assert dfa.n_states == 1 and (dfa.trans == -1).all()
+        return
+    # reachable from 0
+    seen, stack = {0}, [0]
+    while stack:
+        for t in set(dfa.trans[stack.pop()].tolist()) - {-1} - seen:
+            seen.add(t)
+            stack.append(t)
+    assert len(seen) == dfa.n_states
+    # every state reaches acceptance
+    live = dfa.accepting.copy()
+    while True:
+        nxt = live | (live[np.maximum(dfa.trans, 0)] & (dfa.trans >= 0)).any(axis=1)
+        if (nxt == live).all():
+            break
+        live = nxt
+    assert live.all()
+    assert moore_classes(dfa) == dfa.n_states
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_invariants(pattern):
+    assert_invariants(dfa_for(pattern))
+
+
+@pytest.mark.parametrize("pattern,n_states", [
+    (r"a*", 1), (r"(a|b)*abb", 4), (r"abc", 4), (r"a{1,1000}", 1001), (r"(?s:.)", 9),
+    (r".", 9), (r"(?s:.)*", 8), (r"[^\x00-\U0010ffff]", 1), (r"\ud800", 1),
+])
+def test_known_minimal_sizes(pattern, n_states):
+    # (?s:.): start, accept, 1/2/3 continuation bytes left, and the four
+    # lead bytes with a narrowed second byte (E0, ED, F0, F4).
+    dfa = compile_regex(pattern)
+    assert dfa.n_states == n_states
+    assert_invariants(dfa)
+
+
+def test_star_is_one_accepting_loop():
+    dfa = compile_regex("a*")
+    assert dfa.accepting.tolist() == [True]
+    assert dfa.trans[0, ord("a")] == 0 and (np.delete(dfa.trans[0], ord("a")) == -1).all()
+
+
+def test_empty_language():
+    dfa = compile_regex(r"[^\x00-\U0010ffff]")
+    assert not dfa.matches(b"") and not dfa.is_prefix(b"")
+    assert not compile_regex(r"\ud800").matches("\ud800".encode("utf-8", "surrogatepass"))
+
+
+def test_states_numbered_breadth_first():
+    dfa = compile_regex(r"ab|ac|d")
+    order = [0]
+    for state in order:
+        for target in dfa.trans[state].tolist():
+            if target >= 0 and target not in order:
+                order.append(target)
+    assert order == list(range(dfa.n_states))
+
+
+# ---------------------------------------------------------------------------
+# UTF-8 validity
+# ---------------------------------------------------------------------------
+
+INVALID_UTF8 = [
+    b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80", b"\xe0\x9f\xbf", b"\xf0\x80\x80\x80",
+    b"\xf0\x8f\xbf\xbf",                                   # overlong
+    b"\xed\xa0\x80", b"\xed\xbf\xbf",                      # surrogates
+    b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xf7\xbf\xbf\xbf",  # > U+10FFFF
+    b"\x80", b"\xbf", b"a\x80",                            # stray continuation
+    b"\xe2\x82", b"\xf0\x9f\x98", b"\xc3",                 # truncated
+    b"\xc3a", b"\xe2a\xac", b"\xfe", b"\xff",
+]
+INVALID_PREFIXES = [b"\xc0", b"\xc1", b"\xe0\x80", b"\xe0\x9f", b"\xed\xa0", b"\xf0\x80",
+                    b"\xf0\x8f", b"\xf4\x90", b"\xf5", b"\xf8", b"\xff", b"\x80", b"\xc3a"]
+VALID_PREFIXES = [b"\xe2\x82", b"\xe2", b"\xf0\x9f\x98", b"\xf4\x8f\xbf", b"\xed\x9f",
+                  b"\xe0\xa0", b"\xc2"]
+ANY_CHAR_PATTERNS = [r"(?s:.)", r".", r"[^\"]", r"[^a]", r"\W", r"(?i:[^k])", r"[^\x00-\x7f]",
+                     r"(?s:.)*", r"[^\"\\]*"]
+
+
+@pytest.mark.parametrize("pattern", ANY_CHAR_PATTERNS)
+def test_invalid_utf8_rejected(pattern):
+    dfa = compile_regex(pattern)
+    repeat = pattern.endswith("*")
+    for data in INVALID_UTF8:
+        for prefix in ([b"", "é".encode()] if repeat else [b""]):
+            assert not dfa.matches(prefix + data), (pattern, data)
+    for data in INVALID_PREFIXES:
+        assert not dfa.is_prefix(data), (pattern, data)
+        if repeat:
+            assert not dfa.is_prefix(b"x" + data), (pattern, data)
+    for data in VALID_PREFIXES:
+        assert dfa.is_prefix(data) and not dfa.matches(data), (pattern, data)
+
+
+@functools.lru_cache(maxsize=1)
+def utf8_encodings_and_prefixes():
+    encodings = {chr(c).encode() for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF}
+    prefixes = {e[:i] for e in encodings for i in range(len(e) + 1)}
+    return encodings, prefixes
+
+
+@pytest.mark.parametrize("pattern", [r"(?s:.)", r"[^\"]"])
+def test_every_two_byte_string(pattern):
+    """All 65,536 two-byte strings and all 256 one-byte strings, against
+    Python's own UTF-8 decoder."""
+    encodings, prefixes = utf8_encodings_and_prefixes()
+    dfa = compile_regex(pattern)
+    excluded = {b""} if pattern.startswith("(?s") else {b"", b'"'}
+    for first in range(256):
+        for data in [bytes([first])] + [bytes([first, second]) for second in range(256)]:
+            assert dfa.is_prefix(data) == (data in prefixes and data not in excluded), data
+            assert dfa.matches(data) == (data in encodings and data not in excluded), data
+
+
+@given(st.binary(min_size=1, max_size=6))
+@SETTINGS
+def test_random_bytes_against_decoder(data):
+    dfa = compile_regex(r"(?s:.)*")
+    try:
+        data.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    assert dfa.matches(data) == valid
+    _, prefixes = utf8_encodings_and_prefixes()
+    # valid prefix = valid text followed by a prefix of one character
+    tail_start = max([i for i in range(len(data) + 1)
+                      if _decodes(data[:i])], default=0)
+    assert dfa.is_prefix(data) == (data[tail_start:] in prefixes and len(data) - tail_start < 4)
+
+
+def _decodes(data):
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+# ---------------------------------------------------------------------------
+# Exhaustive single-character checks (case folding, categories)
+# ---------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def all_chars():
+    return "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+
+
+@functools.lru_cache(maxsize=1)
+def utf8_byte_table():
+    """[n_chars, 4] UTF-8 bytes of every scalar value, and their lengths."""
+    text = all_chars()
+    code_points = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+    lengths = (1 + (code_points >= 0x80) + (code_points >= 0x800)
+               + (code_points >= 0x10000)).astype(np.int64)
+    flat = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    table = np.zeros((len(text), 4), dtype=np.uint8)
+    for position in range(4):
+        has = lengths > position
+        table[has, position] = flat[offsets[has] + position]
+    return table, lengths
+
+
+def dfa_single_chars(dfa):
+    """Which scalar values (as one-character strings) the DFA accepts."""
+    table, lengths = utf8_byte_table()
+    state = np.zeros(len(lengths), dtype=np.int64)
+    for position in range(4):
+        active = (lengths > position) & (state >= 0)
+        state[active] = dfa.trans[state[active], table[active, position]]
+    return (state >= 0) & dfa.accepting[np.maximum(state, 0)]
+
+
+def python_single_chars(pattern):
+    fullmatch = re.compile(pattern).fullmatch
+    return np.array([fullmatch(c) is not None for c in all_chars()])
+
+
+def assert_same_single_chars(pattern):
+    got, expected = dfa_single_chars(compile_regex(pattern)), python_single_chars(pattern)
+    wrong = np.flatnonzero(got != expected)[:10]
+    assert not len(wrong), (pattern, [all_chars()[i] for i in wrong])
+
+
+CASE_CHARS = ["s", "k", "ß", "i", "σ", "µ", "θ", "ǅ", "ﬅ", "\U00010400", "İ", "ı", "ς", "K", "ſ",
+              "ẞ", "A", "1", "_", "é", "ÿ", "Ω"]
+FAST_CASE_PATTERNS = [r"(?i:s)", r"(?i:k)", r"(?i:İ)", r"(?i:[^σ])", r"(?ai:K)",
+                      r"(?i:\U00010400)", r"\w", r"(?i:[a-z])"]
+
+
+@pytest.mark.parametrize("pattern", FAST_CASE_PATTERNS)
+def test_single_char_exhaustive(pattern):
+    assert_same_single_chars(pattern)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pattern", [
+    *(f"(?i:{re.escape(c)})" for c in CASE_CHARS),
+    *(f"(?i:[{re.escape(c)}{re.escape(c)}])" for c in CASE_CHARS),
+    *(f"(?i:[^{re.escape(c)}])" for c in CASE_CHARS),
+    *(f"(?ai:{re.escape(c)})" for c in CASE_CHARS),
+    r"(?i:\w)", r"(?i:[^\W\d])", r"(?i:[\U00010400-\U0001044f])", r"(?i:[à-ÿ])", r"(?i:[a-z\W])",
+    r"(?i:[\u0100-\u017f])", r"(?i:[^\u0370-\u03ff])", r"(?ai:[^a-z])", r"(?i:[\s\d])",
+    r"\d", r"\s", r"\W", r"\D", r"\S", r"(?a:\w)", r"(?a:\W)", r".", r"(?s:.)", r"[^\"]",
+])
+def test_single_char_exhaustive_slow(pattern):
+    assert_same_single_chars(pattern)
+
+
+# ---------------------------------------------------------------------------
+# Refused constructs
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pattern,construct", [
+    (r"(?<=a)b", "lookbehind"),
+    (r"(?<!a)b", "negative lookbehind"),
+    (r"a(?=b)", "lookahead"),
+    (r"a(?!b)c", "negative lookahead"),
+    (r"(a)\1", "backreference"),
+    (r"(?P<x>a)(?P=x)", "backreference"),
+    (r"(a)?(?(1)b|c)", "conditional"),
+    (r"a\b", "anchor \\b"),
+    (r"\Ba", "anchor \\B"),
+    (r"^a", "anchor ^"),
+    (r"a$", "anchor $"),
+    (r"\Aa", "anchor \\A"),
+    (r"a\Z", "anchor \\Z"),
+    (r"(?>ab)", "atomic group"),
+    (r"a++", "possessive repeat"),
+    (r"a(", "regex syntax"),
+    (r'".*?(?<!\\)(\\\\)*?"', "negative lookbehind"),
+])
+def test_refused_constructs(pattern, construct):
+    with pytest.raises(GrammarError) as info:
+        compile_regex(pattern, name="MY_TERM")
+    error = info.value
+    assert "MY_TERM" in str(error) and construct in str(error)
+    assert error.where == "MY_TERM" and error.construct.startswith(construct)
+
+
+@pytest.mark.parametrize("pattern,max_states", [
+    (r"(a|b){1,5000}", 1000),
+    (r"(\w+){1,500}", 20000),
+    (r"\w{1,100}", 2000),
+    (r"(?:a|b)*a(?:a|b){12}", 1000),  # subset construction blow-up
+])
+def test_automaton_too_large(pattern, max_states):
+    with pytest.raises(GrammarError) as info:
+        compile_regex(pattern, name="BIG", max_states=max_states)
+    error = info.value
+    assert "BIG" in str(error) and "too large" in str(error)
+    assert error.where == "BIG" and error.construct == "automaton size"
+
+
+def test_large_but_allowed():
+    assert compile_regex(r"a{1000,}").n_states == 1001
+    assert compile_regex(r"(a|b){1,500}").n_states == 501
+
+
+def test_compile_time_of_big_classes():
+    import time
+    from cfgmask import regex, unicode_tables
+    regex._char_ranges.cache_clear()
+    regex._utf8_trie.cache_clear()
+    unicode_tables.scan_ranges.cache_clear()
+    start = time.perf_counter()
+    compile_regex(r"\w+")
+    compile_regex(r'"(?:[^"\\\x00-\x1f]|\\.)*"')
+    assert time.perf_counter() - start < 2.0
+
+
+# ---------------------------------------------------------------------------
+# ByteDFA helpers and byte classes
+# ---------------------------------------------------------------------------
+
+def test_matches_and_is_prefix():
+    dfa = compile_regex(r'"(?:[^"\\]|\\.)*"')
+    assert dfa.matches(b'"a\\"b"') and not dfa.matches(b'"a\\"')
+    assert dfa.is_prefix(b"") and dfa.is_prefix(b'"abc\\') and dfa.is_prefix(b'"a"')
+    assert not dfa.is_prefix(b'"a"b') and not dfa.is_prefix(b"x")
+    assert dfa.is_prefix('"€'.encode()[:3])
+    assert dfa.run(b'"a') >= 0 and dfa.run(b'x') == -1
+
+
+BYTE_CLASS_PATTERNS = [r"[a-z]+", r"\d+", r'"(?:[^"\\]|\\.)*"', r"(?s:.)", r"(?i:select)",
+                       r"\w+", r"[ \t\n]+", r"-?\d+(?:\.\d+)?"]
+
+
+def check_byte_classes(dfas):
+    class_of, n_classes = byte_classes(dfas)
+    assert class_of.dtype == np.uint8 and class_of.shape == (256,)
+    assert sorted(set(class_of.tolist())) == list(range(n_classes))
+    # numbered by first appearance
+    assert [c for i, c in enumerate(class_of.tolist()) if c not in class_of[:i]] == list(range(n_classes))
+    columns = np.concatenate([d.trans for d in dfas], axis=0).T if dfas else np.zeros((256, 0))
+    for b1 in range(256):
+        # same class <=> same target in every state of every DFA
+        same_column = (columns == columns[b1]).all(axis=1)
+        assert (same_column == (class_of == class_of[b1])).all(), b1
+
+
+@given(st.lists(st.sampled_from(BYTE_CLASS_PATTERNS), max_size=4, unique=True))
+@settings(max_examples=15, deadline=None)
+def test_byte_classes(patterns):
+    check_byte_classes([dfa_for(p) for p in patterns])
+
+
+def test_byte_classes_examples():
+    class_of, n = byte_classes([compile_regex(r"[a-c]+")])
+    assert n == 2 and class_of[ord("a")] == class_of[ord("c")] == 1 and class_of[0] == 0
+    class_of, n = byte_classes([compile_regex(r"[a-c]+"), compile_regex(r"b")])
+    assert n == 3 and class_of[ord("a")] != class_of[ord("b")] and class_of[ord("a")] == class_of[ord("c")]
+    class_of, n = byte_classes([])
+    assert n == 1 and not class_of.any()
