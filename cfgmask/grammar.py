@@ -36,6 +36,19 @@ _WORD_BOUNDARY_PRAGMA = re.compile(r"^[ \t]*//[ \t]*%cfgmask[ \t]+word_boundary[
 
 _BUILTIN_NAMES = ("json", "sql", "javascript")
 
+# Terminals of Lark's common.lark whose regex only means what Lark means under
+# ``re.match`` (leftmost, lazy) semantics: as a full-match language they accept
+# too much (``"a"b"`` for ESCAPED_STRING; a comment running past its first
+# ``*/`` for C_COMMENT) or need a lookbehind.  Each is replaced by a regex whose
+# full-match language is exactly the set of lexemes Lark's lexer produces;
+# tests/test_grammar.py checks the equivalence exhaustively on short strings.
+LARK_IDIOMS = {
+    r'".*?(?<!\\)(\\\\)*?"': (r'"(?:[^"\\\n]|\\[^\n])*"',
+                                  "ESCAPED_STRING: the string ends at the first unescaped quote"),
+    "/\\*(.|\n)*?\\*/": (r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/",
+                            "C_COMMENT: the comment ends at the first */"),
+}
+
 
 def _builtin_dir():
     """Where the bundled ``*.lark`` files live (installed package or source tree)."""
@@ -76,6 +89,7 @@ class Grammar:
         self.start = start
         self.word_boundary = bytes(word_boundary)
         self.source = source
+        self.rewritten_terminals = {}  # name -> why its Lark regex was replaced (LARK_IDIOMS)
         T = len(self.terminal_names)
         lhs, starts, rhs = [], [], []
         for r, (a, body) in enumerate(rules):
@@ -268,9 +282,16 @@ def _normalise(parser, start, word_boundary, source):
     for lhs, body in kept:
         rules.append((sym(lhs, False), [sym(n, t) for n, t in body]))
 
-    return Grammar(
+    patterns, rewritten = [], {}
+    for n in names:
+        rx = term_defs[n].pattern.to_regexp()
+        if rx in LARK_IDIOMS:
+            rx, why = LARK_IDIOMS[rx]
+            rewritten[n] = why
+        patterns.append(rx)
+    g = Grammar(
         terminal_names=names,
-        terminal_patterns=[term_defs[n].pattern.to_regexp() for n in names],
+        terminal_patterns=patterns,
         terminal_is_ignore=[n in ignore for n in names],
         nonterminal_names=nt_names,
         rules=rules,
@@ -278,3 +299,5 @@ def _normalise(parser, start, word_boundary, source):
         word_boundary=word_boundary,
         source=source,
     )
+    g.rewritten_terminals = rewritten
+    return g

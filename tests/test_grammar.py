@@ -157,3 +157,30 @@ def test_lark_grammar_of_lark_compiles():
     doc = b'start: a "x"i\na: /[0-9]+/ -> num\n%import common.WS\n%ignore WS\n'
     assert m.consume_bytes(doc) == len(doc)
     assert m.is_accepting()
+
+
+def test_lark_idiom_rewrites_match_lark_lexemes():
+    """Each rewritten common.lark terminal accepts exactly the lexemes Lark's ``re.match`` produces."""
+    import itertools
+    import re
+    from cfgmask.grammar import LARK_IDIOMS
+    alphabet = ['"', "\\", "a", "\n", "*", "/"]
+    for original, (replacement, _) in LARK_IDIOMS.items():
+        lark_rx, ours = re.compile(original), re.compile(replacement)
+        for n in range(8):
+            for chars in itertools.product(alphabet, repeat=n):
+                t = "".join(chars)
+                m = lark_rx.match(t)
+                if m:  # every lexeme Lark cuts is in our language ...
+                    assert ours.fullmatch(m.group(0)), (original, t)
+                if ours.fullmatch(t):  # ... and every string of ours is a lexeme Lark cuts
+                    assert m and m.group(0) == t, (original, t)
+
+
+def test_common_escaped_string_and_c_comment_compile():
+    text = ('start: ESCAPED_STRING+\n%import common (ESCAPED_STRING, C_COMMENT, WS)\n'
+            '%ignore C_COMMENT\n%ignore WS\n')
+    g = cfgmask.Grammar.from_lark(text)
+    assert set(g.rewritten_terminals) == {"ESCAPED_STRING", "C_COMMENT"}
+    for doc in ['"a" /* x */ "b\\"c"', '"a"/**/"b"', '"x" /* a */ b */']:
+        assert accepts(g, doc) == lark_accepts(text, doc), doc
