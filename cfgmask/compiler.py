@@ -139,27 +139,29 @@ class Matcher:
             _core.reset()
         self._core = _core
         self._words = compiled.bitmask_words
+        self._checked = self._checked_arr = None  # last validated bitmask (skip re-checking it)
 
     # ---- masks ----------------------------------------------------------
     def fill_bitmask(self, bitmask, row=0):
         """Write the allowed-token mask into ``bitmask[row]`` (int32, bit ``t & 31`` of word ``t >> 5``).
 
         ``bitmask`` is a C-contiguous numpy int32 array ``[B, W]`` or ``[W]``
-        (or a CPU torch tensor sharing memory) with ``W >= ceil(vocab_size/32)``.
+        (or a CPU torch tensor sharing memory) with ``W >= ceil(vocab_size/32)``;
+        words past ``ceil(vocab_size/32)`` are zeroed.  Raises :class:`DeadEnd`
+        when no token (EOS included) is allowed.
         """
-        arr = _as_int32_rows(bitmask, self._words)
+        if bitmask is not self._checked:
+            arr = _as_int32_rows(bitmask, self._words)
+            self._checked, self._checked_arr = bitmask, arr
+        arr = self._checked_arr
         if arr.ndim == 1:
-            if row not in (0, None):
+            if row != 0:
                 raise ConfigurationError("a 1-D bitmask has only row 0")
-            target = arr
-        else:
-            if not 0 <= row < arr.shape[0]:
-                raise ConfigurationError(f"row {row} out of range for a bitmask of {arr.shape[0]} rows")
-            target = arr[row]
-        words = target.view(np.uint32)
+        elif not 0 <= row < arr.shape[0]:
+            raise ConfigurationError(f"row {row} out of range for a bitmask of {arr.shape[0]} rows")
         with self.compiled._lock:
-            self._core.fill_words(words)
-        if not words[: self._words].any():
+            any_allowed = self._core.fill_row(arr, row)
+        if not any_allowed:
             raise DeadEnd(
                 f"no token is allowed after {self._core.prefix()[-80:]!r} "
                 f"(state {self._core.describe()}): the vocabulary cannot continue this prefix",

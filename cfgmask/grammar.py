@@ -48,6 +48,7 @@ LARK_IDIOMS = {
     "/\\*(.|\n)*?\\*/": (r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/",
                             "C_COMMENT: the comment ends at the first */"),
 }
+_ESCAPED_STRING_RX = r'".*?(?<!\\)(\\\\)*?"'
 
 
 def _builtin_dir():
@@ -288,6 +289,11 @@ def _normalise(parser, start, word_boundary, source):
         if rx in LARK_IDIOMS:
             rx, why = LARK_IDIOMS[rx]
             rewritten[n] = why
+        elif _ESCAPED_STRING_RX in rx:
+            # ESCAPED_STRING used inside a bigger terminal (lark.lark: STRING: _STRING "i"?);
+            # it is a whole sequence element there, so the same replacement holds.
+            rx = rx.replace(_ESCAPED_STRING_RX, LARK_IDIOMS[_ESCAPED_STRING_RX][0])
+            rewritten[n] = LARK_IDIOMS[_ESCAPED_STRING_RX][1]
         patterns.append(rx)
     g = Grammar(
         terminal_names=names,

@@ -61,6 +61,10 @@ class LexerSpec:
         # tables[t][s][c] as nested lists: the builder indexes them one at a time from Python.
         self.tables = [d.trans[:, rep].tolist() for d in self.dfas]
         self.accepting = [d.accepting.tolist() for d in self.dfas]
+        # Trailing lookahead (?!C) / (?=C): per terminal and accepting state, the byte
+        # classes after which a lexeme may not end there (class n_classes = end of input).
+        self.eos_class = self.n_classes
+        self.end_forbidden = [_end_forbidden(d, self.class_of_byte, self.n_classes) for d in self.dfas]
         self.ignore_mask = 0
         for t, ign in enumerate(grammar.terminal_is_ignore):
             if ign:
@@ -68,6 +72,22 @@ class LexerSpec:
 
     def n_states(self, t):
         return int(self.dfas[t].n_states)
+
+
+def _end_forbidden(dfa, class_of_byte, n_classes):
+    """``{state: frozenset of classes}`` for accepting states with a follow restriction."""
+    forbidden = getattr(dfa, "follow_forbidden", None)
+    at_eos = getattr(dfa, "follow_forbidden_at_eos", None)
+    out = {}
+    for s in range(dfa.n_states):
+        classes = set()
+        if forbidden is not None and forbidden[s]:
+            classes.update(int(class_of_byte[b]) for b in forbidden[s])
+        if at_eos is not None and at_eos[s]:
+            classes.add(n_classes)
+        if classes and dfa.accepting[s]:
+            out[s] = frozenset(classes)
+    return out
 
 
 class UnionBuilder:
@@ -79,6 +99,7 @@ class UnionBuilder:
         self.keys = [()]
         self.ids = {(): 0}
         self.accept = [0]
+        self.restricted = [False]
 
     def _intern(self, key):
         sid = self.ids.get(key)
@@ -90,11 +111,16 @@ class UnionBuilder:
             self.ids[key] = sid
             self.keys.append(key)
             acc = 0
+            restricted = False
             acc_tab = self.spec.accepting
-            for i in range(0, len(key), 2):
-                if acc_tab[key[i]][key[i + 1]]:
-                    acc |= 1 << key[i]
+            for i in range(len(key) & 1, len(key), 2):
+                t, st = key[i], key[i + 1]
+                if acc_tab[t][st]:
+                    acc |= 1 << t
+                    restricted = restricted or st in self.spec.end_forbidden[t]
             self.accept.append(acc)
+            # an "ended" state (odd-length key, see end()) is never restricted again
+            self.restricted.append(restricted and not (len(key) & 1))
         return sid
 
     def start(self, allowed):
@@ -108,8 +134,28 @@ class UnionBuilder:
             t += 1
         return self._intern(tuple(key))
 
+    def end(self, state, cls):
+        """The state whose accepting terminals are those of ``state`` that may end
+        before a byte of class ``cls`` (``spec.eos_class``: end of input).
+
+        Only called for restricted states (a trailing lookahead is involved).
+        The result has an odd-length key ``(-1, t, s, ...)``: it is used only
+        to scan the lexeme (and as the row-reuse key), never stepped.
+        """
+        key = self.keys[state]
+        forb = self.spec.end_forbidden
+        acc_tab = self.spec.accepting
+        out = [-1]
+        for i in range(0, len(key), 2):
+            t, st = key[i], key[i + 1]
+            if acc_tab[t][st] and cls not in forb[t].get(st, ()):
+                out += (t, st)
+        return self._intern(tuple(out)) if len(out) > 1 else 0
+
     def step(self, state, cls):
         key = self.keys[state]
+        if len(key) & 1:
+            return 0
         tables = self.spec.tables
         out = []
         for i in range(0, len(key), 2):
@@ -127,4 +173,4 @@ class UnionBuilder:
     def describe(self, state):
         key = self.keys[state]
         names = self.spec.grammar.terminal_names
-        return "{" + ", ".join(f"{names[key[i]]}@{key[i + 1]}" for i in range(0, len(key), 2)) + "}"
+        return "{" + ", ".join(f"{names[key[i]]}@{key[i + 1]}" for i in range(len(key) & 1, len(key), 2)) + "}"

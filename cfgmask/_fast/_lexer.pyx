@@ -45,12 +45,15 @@ cdef class LazyDFA:
         self.c.trans = <int32_t*>malloc(sizeof(int32_t) * self.c.cap * n_classes)
         self.c.accept = <uint64_t*>malloc(sizeof(uint64_t) * self.c.cap * n_words)
         self.c.any_accept = <uint8_t*>malloc(self.c.cap)
+        self.c.restricted = <uint8_t*>malloc(self.c.cap)
+        self.c.end_trans = <int32_t*>malloc(sizeof(int32_t) * self.c.cap * (n_classes + 1))
         self.start_cap = 64
         self.start_count = 0
         self.start_keys = <uint64_t*>malloc(sizeof(uint64_t) * self.start_cap * n_words)
         self.start_vals = <int32_t*>malloc(sizeof(int32_t) * self.start_cap)
         self.ignore_bits = <uint64_t*>malloc(sizeof(uint64_t) * n_words)
         if (self.c.trans == NULL or self.c.accept == NULL or self.c.any_accept == NULL
+                or self.c.restricted == NULL or self.c.end_trans == NULL
                 or self.start_keys == NULL or self.start_vals == NULL or self.ignore_bits == NULL):
             raise MemoryError()
         for b in range(self.start_cap):
@@ -67,6 +70,8 @@ cdef class LazyDFA:
         free(self.c.trans)
         free(self.c.accept)
         free(self.c.any_accept)
+        free(self.c.restricted)
+        free(self.c.end_trans)
         free(self.start_keys)
         free(self.start_vals)
         free(self.ignore_bits)
@@ -90,11 +95,22 @@ cdef class LazyDFA:
             if p3 == NULL:
                 raise MemoryError()
             self.c.any_accept = p3
+            p4 = <uint8_t*>realloc(self.c.restricted, newcap)
+            if p4 == NULL:
+                raise MemoryError()
+            self.c.restricted = p4
+            p5 = <int32_t*>realloc(self.c.end_trans, sizeof(int32_t) * newcap * (self.c.n_classes + 1))
+            if p5 == NULL:
+                raise MemoryError()
+            self.c.end_trans = p5
             self.c.cap = newcap
         for i in range(self.c.n_classes):
             self.c.trans[<int64_t>s * self.c.n_classes + i] = -1
         memset(&self.c.accept[<int64_t>s * self.c.n_words], 0, sizeof(uint64_t) * self.c.n_words)
         self.c.any_accept[s] = 0
+        self.c.restricted[s] = 0
+        for i in range(self.c.n_classes + 1):
+            self.c.end_trans[<int64_t>s * (self.c.n_classes + 1) + i] = -1
         self.c.n_states = s + 1
         return 0
 
@@ -112,6 +128,7 @@ cdef class LazyDFA:
                 self.c.accept[<int64_t>s * self.c.n_words + w] = <uint64_t>words[w]
                 any |= <uint64_t>words[w]
             self.c.any_accept[s] = 1 if any else 0
+            self.c.restricted[s] = 1 if self.builder.restricted[s] else 0
         # the dead state row must stay all-dead
         return 0
 
@@ -120,6 +137,12 @@ cdef class LazyDFA:
         cdef int32_t t = <int32_t>self.builder.step(s, cls)
         self._sync()
         self.c.trans[<int64_t>s * self.c.n_classes + cls] = t
+        return t
+
+    cdef int32_t fill_end(self, int32_t s, int cls) except -2:
+        cdef int32_t t = <int32_t>self.builder.end(s, cls)
+        self._sync()
+        self.c.end_trans[<int64_t>s * (self.c.n_classes + 1) + cls] = t
         return t
 
     cdef int32_t start_for(self, const uint64_t* allowed) except -2:

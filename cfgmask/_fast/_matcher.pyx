@@ -31,9 +31,12 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset, memcpy
 
 import numpy as np
+cimport numpy as cnp
+
+cnp.import_array()
 
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from cfgmask._fast._lexer cimport LazyDFA, lex_step
+from cfgmask._fast._lexer cimport LazyDFA, lex_step, lex_end
 from cfgmask._fast._earley cimport CGrammar, Rows
 
 
@@ -213,6 +216,9 @@ cdef class Runtime:
                     continue
                 if self.dfa.c.any_accept[s]:
                     if d == 1:
+                        if not self.dfa.c.any_accept[lex_end(self.dfa, s, self.dfa.c.class_of[b])]:
+                            i = self.node_subtree_end[i]
+                            continue
                         e.exit_byte[b] = 1
                         self._set_subtree(e.fb_exit, i)
                         if not self.wb[b]:
@@ -345,6 +351,9 @@ cdef class MatcherCore:
             return 0
         if self.rt.wb[b] and self.rt.wb[self.st_byte[d]]:
             return 0
+        s = lex_end(dfa, s, dfa.c.class_of[b])
+        if not dfa.c.any_accept[s]:
+            return 0
         self.rows.push_scan(s)
         s0 = self.rows.row_lex_start[self.rows.n_rows - 1]
         t = lex_step(dfa, s0, b)
@@ -389,6 +398,16 @@ cdef class MatcherCore:
             self._pop_to(base)
         return 0
 
+    cdef int _walk_first_bytes(self, const uint8_t* first, uint32_t* mask) except -1:
+        """Walk, from the current top, the root subtrees whose byte is in ``first``."""
+        cdef Runtime rt = self.rt
+        cdef int32_t i = 1
+        while i < rt.n_nodes:
+            if first[rt.node_byte[i]]:
+                self.walk(i, rt.node_subtree_end[i], mask)
+            i = rt.node_subtree_end[i]
+        return 0
+
     cdef int fill(self, uint32_t* mask) except -1:
         """Write the allowed-token bitmask (``words`` uint32) for the current state."""
         cdef Runtime rt = self.rt
@@ -412,7 +431,11 @@ cdef class MatcherCore:
             e = rt.entry(q)
             memcpy(mask, e.inside, sizeof(uint32_t) * W)
             self._walk_exits(e, mask, NULL, 0)
-            if d > 0 and rt.dfa.c.any_accept[q]:
+            if d > 0 and rt.dfa.c.any_accept[q] and rt.dfa.c.restricted[q]:
+                # a trailing lookahead makes the scan depend on the next byte: walk
+                # the first-byte subtrees that end the lexeme with the parser
+                self._walk_first_bytes(e.exit_byte, mask)
+            elif d > 0 and rt.dfa.c.any_accept[q]:
                 # the pending lexeme may end right at the token boundary
                 self.rows.push_scan(q)
                 sp = self.rows.row_lex_start[self.rows.n_rows - 1]
@@ -446,16 +469,31 @@ cdef class MatcherCore:
             return self.rows.row_accepting[0]
         if not self.rt.dfa.c.any_accept[s]:
             return False
+        s = lex_end(self.rt.dfa, s, self.rt.dfa.c.n_classes)
+        if not self.rt.dfa.c.any_accept[s]:
+            return False
         self.rows.push_scan(s)
         acc = self.rows.row_accepting[self.rows.n_rows - 1]
         self._pop_to(d)
         return acc
 
     # ---- Python API (the Matcher wrapper in compiler.py calls these) ----
-    def fill_words(self, uint32_t[::1] out):
-        if out.shape[0] < self.rt.words:
-            raise ValueError(f"bitmask row has {out.shape[0]} words, need {self.rt.words}")
-        self.fill(&out[0])
+    def fill_row(self, cnp.ndarray arr, Py_ssize_t row):
+        """Fill row ``row`` of a validated C-contiguous int32 array; True if any bit is set.
+
+        The caller (``Matcher.fill_bitmask``) has checked dtype, contiguity and
+        width; going through the raw data pointer avoids acquiring a buffer per call.
+        """
+        cdef Py_ssize_t width = arr.shape[arr.ndim - 1]
+        cdef uint32_t* out = <uint32_t*>cnp.PyArray_DATA(arr) + row * width
+        cdef int32_t w
+        cdef uint32_t any = 0
+        self.fill(out)
+        for w in range(self.rt.words):
+            any |= out[w]
+        for w in range(self.rt.words, width):
+            out[w] = 0
+        return any != 0
 
     def accepting(self):
         return bool(self._accepting())
