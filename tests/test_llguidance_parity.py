@@ -22,9 +22,10 @@ Documented differences
 ``initial_skip`` -- leading ``%ignore`` material.  cfgmask (like Lark) allows
 ``%ignore`` terminals before the first lexeme; llguidance refuses them unless
 the grammar says ``%llguidance {"allow_initial_skip": true}``.  The parity
-replay passes that option, so the difference cannot fire there;
+replay uses the bundled grammar, whose whitespace is explicit (no %ignore),
+and passes that option anyway, so the difference cannot fire there;
 ``test_initial_skip_is_the_only_default_difference`` runs llguidance's
-default and checks that the masks then differ only at the start, only by
+default on a JSON grammar with %ignore'd whitespace and checks that the masks then differ only at the start, only by
 tokens that begin with a JSON whitespace byte, and only in cfgmask's favour.
 
 ``llg_special_marker`` -- llguidance stores special tokens in its trie behind
@@ -44,6 +45,7 @@ import base64
 import collections
 import functools
 import json
+import os
 
 import numpy as np
 import pytest
@@ -127,19 +129,29 @@ VOCABS = {"smollm2": lambda: _tok().smollm2_vocab(), "tekken": lambda: _tok().te
 ENCODERS = {"smollm2": encode_smollm2, "tekken": encode_tekken}
 
 
-@functools.lru_cache(maxsize=None)
-def cfg_compiled(name):
-    return cfgmask.compile(cfgmask.Grammar.builtin("json"), VOCABS[name]())
+def grammar_text(which):
+    """``"json"``: the bundled grammar (explicit RFC 8259 whitespace, no %ignore);
+    ``"json_ignore"``: a JSON grammar with %ignore'd whitespace (tests/grammars),
+    where the ``initial_skip`` difference can show."""
+    if which == "json":
+        return json_grammar_text()
+    with open(os.path.join(os.path.dirname(__file__), "grammars", "json_small.lark")) as f:
+        return f.read()
 
 
 @functools.lru_cache(maxsize=None)
-def llg_grammar(initial_skip=True):
-    text = json_grammar_text()
+def cfg_compiled(name, which="json"):
+    return cfgmask.compile(cfgmask.Grammar.from_lark(grammar_text(which)), VOCABS[name]())
+
+
+@functools.lru_cache(maxsize=None)
+def llg_grammar(initial_skip=True, which="json"):
+    text = grammar_text(which)
     return llguidance.grammar_from("lark", (INITIAL_SKIP_OPTION if initial_skip else "") + text)
 
 
-def llg_matcher(name, initial_skip=True):
-    m = llguidance.LLMatcher(llg_tokenizer(name), llg_grammar(initial_skip), log_level=0)
+def llg_matcher(name, initial_skip=True, which="json"):
+    m = llguidance.LLMatcher(llg_tokenizer(name), llg_grammar(initial_skip, which), log_level=0)
     assert not m.is_error(), m.get_error()
     return m
 
@@ -188,13 +200,13 @@ def _describe(vocab, ids, limit=8):
     return ", ".join(out) + more
 
 
-def compare_masks(name, docs, *, initial_skip=True, explain=None):
+def compare_masks(name, docs, *, initial_skip=True, explain=None, which="json"):
     """Replay ``docs`` in both engines; return (positions compared, unexplained diffs).
 
     ``explain(pos, prefix, cfg_only, llg_only)`` returns the name of a
     documented exception that accounts for the difference, or None.
     """
-    compiled = cfg_compiled(name)
+    compiled = cfg_compiled(name, which)
     vocab = compiled.vocab
     V = vocab.vocab_size
     encode = ENCODERS[name]
@@ -205,12 +217,10 @@ def compare_masks(name, docs, *, initial_skip=True, explain=None):
     failures = []
     positions = 0
     for doc_name, text in docs:
-        # Both engines refuse whitespace after a complete top-level value
-        # (nothing but EOS may follow); the JSON Schema Test Suite files end
-        # with a newline, so they are replayed without it.
-        ids = encode(text.rstrip(" \t\r\n")) + [eos]
+        # replayed exactly as stored: json.lark allows RFC 8259's trailing ws
+        ids = encode(text) + [eos]
         cm = compiled.matcher()
-        lm = llg_matcher(name, initial_skip)
+        lm = llg_matcher(name, initial_skip, which)
         # the last step compares the masks after EOS (EOS only, on both sides)
         for pos, t in enumerate(ids + [None]):
             cfg_bm[:] = 0
@@ -290,13 +300,14 @@ def test_initial_skip_is_the_only_default_difference(name):
     # documents led by whitespace exercise the cfgmask-only path further
     docs = docs + [(f"ws+{n}", "\n  \t" + t) for n, t in docs[:3]]
     before = EXCEPTION_COUNTS[f"initial_skip[{name}]"]
-    _, failures = compare_masks(name, docs[:10], initial_skip=False, explain=_explain_initial_skip)
+    _, failures = compare_masks(name, docs[:10], initial_skip=False, explain=_explain_initial_skip,
+                                which="json_ignore")
     assert not failures, "\n  ".join(failures[:MAX_REPORTED])
     # it fires exactly once per document (the first mask), never later
     assert EXCEPTION_COUNTS[f"initial_skip[{name}]"] - before == 10
     # with leading whitespace llguidance refuses the document's first token:
     # cfgmask accepts it (the whitespace-led documents replay in cfgmask alone)
-    compiled = cfg_compiled(name)
+    compiled = cfg_compiled(name, "json_ignore")
     for doc_name, text in docs[10:]:
         m = compiled.matcher()
         m.consume_many(ENCODERS[name](text))

@@ -23,14 +23,9 @@ Two kinds of replay:
   (implementation-defined) are checked against the same expectations; their
   outcomes are tabulated in ``docs/performance.md`` ("JSONTestSuite i_ files").
 
-One documented difference from the strict recogniser, ``trailing_ws``:
-whitespace after a complete top-level value is refused (DESIGN §2: after the
-last lexeme only EOS may follow, so a model cannot pad its output; llguidance
-does the same).  Files ending in whitespace are refused at their first
-trailing whitespace byte and accepted without it; token replay strips
-trailing whitespace from corpus documents (the JSON Schema Test Suite files
-end with a newline).  ``python -m tests.test_replay_json`` prints the
-affected files.
+There are no exceptions: the bundled grammar is strict RFC 8259
+(``JSON-text = ws value ws``), so files ending in whitespace are accepted and
+corpus documents are replayed exactly as stored, trailing newline included.
 
 The default run replays a fixed sample (documents capped in size); ``-m slow``
 replays every document of both corpora.  The corpora are read from
@@ -182,7 +177,10 @@ def replay_tokens(compiled, ids, doc_bytes, check_no_early_eos):
         if not bit(bm, t):
             return (f"token {pos}/{len(ids)} id {t} {vocab.token_bytes[t]!r} is not in the mask "
                     f"after ...{m.prefix[-60:]!r}")
-        if check_no_early_eos and any(bit(bm, e) for e in eos):
+        # an object/array document is complete only at its closing bracket:
+        # EOS before that (with more than trailing whitespace to come) is a hole
+        if (check_no_early_eos and any(bit(bm, e) for e in eos)
+                and doc_bytes[len(m.prefix):].strip(b" \t\r\n")):
             return f"EOS allowed inside the document at token {pos} after ...{m.prefix[-60:]!r}"
         try:
             m.consume(t)
@@ -205,10 +203,6 @@ def replay_corpus(tokenizer_name, docs):
     failures = []
     n_tokens = 0
     for name, text in docs:
-        # Whitespace after the top-level value is refused by design (DESIGN
-        # §2; see ``trailing_ws`` below); the JSON Schema Test Suite files end
-        # with a newline, so replay them without it.
-        text = text.rstrip(" \t\r\n")
         ids = encode(text)
         n_tokens += len(ids)
         stripped = text.lstrip(" \t\r\n")
@@ -354,42 +348,10 @@ def _outcome_str(first_rejected, accepted):
     return "accepted" if accepted else "all bytes consumed, EOS refused"
 
 
-JSON_WS = b" \t\n\r"
-TRAILING_WS_FIRED = []   # files where the documented trailing-whitespace difference applied
-
-
-def _is_complete_json(data):
-    try:
-        json.loads(data.decode("utf-8"), parse_constant=_refuse)
-        return True
-    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, deep nesting
-        return False
-
-
-def _refuse(name):
-    raise ValueError(name)
-
-
 def expected_outcome(data, exp):
-    """What cfgmask must do with ``data``: ``(first_refused_byte, eos_allowed_at_end, exception)``.
-
-    The expected file describes a strict RFC 8259 recogniser, which allows
-    whitespace after the top-level value.  cfgmask deliberately does not
-    (DESIGN §2: once the start rule is complete and nothing but ``%ignore``
-    could follow, only EOS is allowed, so a model cannot pad its output).
-    Documented difference ``trailing_ws``: where the strict recogniser gets
-    past position ``j`` and ``data[:j]`` is already a complete document
-    followed by whitespace, cfgmask refuses byte ``j`` (the first trailing
-    whitespace byte) instead.
-    """
-    k = exp["first_rejected_byte"]
-    end = len(data) if k is None else k
-    j = end
-    while j > 0 and data[j - 1] in JSON_WS:
-        j -= 1
-    if j < end and _is_complete_json(data[:j]):
-        return j, False, "trailing_ws"
-    return k, exp["accepted_at_eof"], None
+    """What cfgmask must do with ``data``: ``(first_refused_byte, eos_allowed_at_end)``,
+    exactly what the strict RFC 8259 recogniser of the expected file does."""
+    return exp["first_rejected_byte"], exp["accepted_at_eof"]
 
 
 def _check_files(prefix):
@@ -401,23 +363,15 @@ def _check_files(prefix):
         exp = expected[name]
         assert exp["bytes"] == len(files[name]), f"{name}: expected-file size mismatch"
         got = byte_replay(files[name])
-        k, acc, exception = expected_outcome(files[name], exp)
-        if exception is not None:
-            TRAILING_WS_FIRED.append(name)
-            # ... and without the trailing whitespace the document is accepted
-            stripped = byte_replay(files[name][:k])
-            if stripped != (None, True):
-                bad.append(f"{name}: without its trailing whitespace: got {_outcome_str(*stripped)}")
+        k, acc = expected_outcome(files[name], exp)
         if got != (k, acc):
             bad.append(f"{name}: got {_outcome_str(*got)}, expected {_outcome_str(k, acc)}"
-                       f"{' (trailing_ws)' if exception else ''} (file starts {files[name][:40]!r})")
+                       f" (file starts {files[name][:40]!r})")
     return names, bad
 
 
 def test_jsontestsuite_y_files_accepted():
-    """Every y_ file is accepted, except that trailing whitespace is refused
-    (``trailing_ws``, see :func:`expected_outcome`): those files are refused at
-    their first trailing whitespace byte and accepted without it."""
+    """Every y_ file is accepted (whole file, then EOS)."""
     names, bad = _check_files("y_")
     _, expected = jsontestsuite()
     # The expected file must agree with the suite's own naming for y_ files.
@@ -453,21 +407,6 @@ def jsontestsuite_i_table():
     return rows
 
 
-def trailing_ws_table():
-    """Markdown rows for the files where ``trailing_ws`` applies (docs helper)."""
-    files, expected = jsontestsuite()
-    rows = []
-    for name in sorted(files):
-        k, _, exc = expected_outcome(files[name], expected[name])
-        if exc:
-            strict = _outcome_str(expected[name]["first_rejected_byte"],
-                                  expected[name]["accepted_at_eof"])
-            rows.append(f"| `{name}` | {strict} | refused at byte {k} |")
-    return rows
-
-
 if __name__ == "__main__":  # python -m tests.test_replay_json: print the i_ table
     print("| file | bytes | cfgmask (bundled json.lark) |\n|---|---:|---|")
     print("\n".join(jsontestsuite_i_table()))
-    print("\n| file | strict RFC 8259 | cfgmask |\n|---|---|---|")
-    print("\n".join(trailing_ws_table()))
