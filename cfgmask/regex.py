@@ -7,14 +7,28 @@ invariants (the rest of cfgmask relies on every one of them):
   re.fullmatch(pattern, s)}``, flags included.  No overlong form, surrogate
   (U+D800..U+DFFF), code point above U+10FFFF, stray continuation byte or
   truncated sequence is ever accepted.
+* **follow restrictions** (only from a lookahead at the end of a match, see
+  below): ``accepting[s]`` means a lexeme *may* end in ``s``;
+  ``follow_forbidden[s]`` (``None`` or sorted ``bytes``) lists the bytes
+  before which it may not, and ``follow_forbidden_at_eos[s]`` says it may
+  not end at end of input.  Exactly: ``s`` followed by the character ``c``
+  is accepted (``matches_followed_by(s.encode(), c.encode()[0])``) iff
+  ``re.fullmatch("(?:" + pattern + ")" + re.escape(c), s + c)``, and with
+  nothing after it (``matches``) iff ``re.fullmatch(pattern, s)``.
+  Non-accepting states have ``None`` / ``False``; an accepting state always
+  has some byte or the end of input left after which it may end.
 * **start = 0**, ``trans[s, b] == -1`` means dead; there is no explicit dead
   state.
 * **trimmed**: every state is reachable from 0 and can reach an accepting
-  state, so "not -1" means "still a prefix of some accepted string" (and that
+  state, so "not -1" means "still a prefix of some accepted string" (with a
+  byte or the end of input after it that its restriction allows; and that
   string is valid UTF-8).  The one exception is a pattern that matches
   nothing: one non-accepting state with no transitions.
-* **minimal**: no two states accept the same language; deterministic; states
-  numbered breadth-first from 0 (bytes visited in increasing order).
+* **minimal**: no two states accept the same language under the same
+  follow restrictions (states with different ``(accepting,
+  follow_forbidden, follow_forbidden_at_eos)`` are never merged);
+  deterministic; states numbered breadth-first from 0 (bytes visited in
+  increasing order).
 
 Pipeline: Python's own parser (``re._parser``, so syntax and flags mean what
 they mean to ``re``) -> byte NFA (each character class becomes a small
@@ -25,8 +39,28 @@ one dead block that is then dropped -> breadth-first renumbering.
 Supported: literals, classes (ranges, negation, ``\\d \\w \\s \\D \\W \\S``),
 ``.`` with and without DOTALL, IGNORECASE (exactly Python's folding, ASCII
 under ``a``), alternation, all groups, greedy/lazy repeats, inline and scoped
-flags.  Refused with :class:`GrammarError`: anchors (``^ $ \\A \\Z \\b \\B``:
-their meaning depends on text outside the lexeme), lookaround,
+flags, and single-character lookahead ``(?!C)`` / ``(?=C)`` where ``C`` is a
+set of ASCII characters (a literal, a class, an alternation of those, after
+case folding): anywhere in the pattern, in alternations and repeats too.
+
+Lookahead semantics.  Since ``C`` is ASCII, the character after the
+lookahead is in ``C`` iff its first byte is.  A lookahead followed by more of
+the match constrains the next byte consumed.  One at the end of a match
+constrains the byte after the lexeme: ``(?!C)`` forbids the bytes of ``C``
+(the end of input is fine), ``(?=C)`` forbids every other byte (every
+non-ASCII lead byte too) and the end of input.  Constraints met in a row
+combine (all must hold).  Several ways to reach one DFA state combine the
+other way: a lexeme may end before a byte when *some* way allows it, so
+``follow_forbidden`` is the intersection over the ways (``a(?!b)|a`` has no
+restriction).  In the subset construction a DFA state is a set of
+(NFA state, pending constraint) configurations; see ``_determinize``.
+
+Refused with :class:`GrammarError`: anchors (``^ $ \\A \\Z \\b \\B``: their
+meaning depends on text outside the lexeme), lookbehind, lookahead over
+anything but one character (``terminal X: negative lookahead over more than
+one character is not supported (...)``) or over non-ASCII characters
+(including ``\\d``/``\\w`` without the ``a`` flag, ``.``, negated classes, and
+IGNORECASE when folding adds a non-ASCII character such as the Kelvin sign),
 backreferences, conditionals, atomic groups and possessive repeats, and
 automata larger than ``max_states``.
 """
@@ -84,17 +118,34 @@ _NFA_STATES_PER_DFA_STATE = 8
 # ---------------------------------------------------------------------------
 
 class ByteDFA:
-    """A deterministic automaton over bytes; see the module docstring."""
+    """A deterministic automaton over bytes; see the module docstring.
 
-    __slots__ = ("trans", "accepting", "start", "n_states", "pattern", "name")
+    ``follow_forbidden[s]`` (``None`` or sorted ``bytes``) and
+    ``follow_forbidden_at_eos[s]`` (bool) restrict where a lexeme may end in
+    accepting state ``s``: not before a byte listed in ``follow_forbidden[s]``,
+    and not at end of input when ``follow_forbidden_at_eos[s]``.  Both come
+    from trailing lookaheads; without any, every entry is ``None`` / ``False``.
+    """
 
-    def __init__(self, trans, accepting, pattern="", name="?"):
+    __slots__ = ("trans", "accepting", "start", "n_states", "pattern", "name",
+                 "follow_forbidden", "follow_forbidden_at_eos")
+
+    def __init__(self, trans, accepting, pattern="", name="?", follow_forbidden=None,
+                 follow_forbidden_at_eos=None):
         self.trans = np.ascontiguousarray(trans, dtype=np.int32)
         self.accepting = np.ascontiguousarray(accepting, dtype=bool)
         self.start = 0
         self.n_states = int(self.trans.shape[0])
         self.pattern = pattern
         self.name = name
+        if follow_forbidden is None:
+            follow_forbidden = [None] * self.n_states
+        if follow_forbidden_at_eos is None:
+            follow_forbidden_at_eos = [False] * self.n_states
+        self.follow_forbidden = [bytes(sorted(set(f))) if f else None for f in follow_forbidden]
+        self.follow_forbidden_at_eos = [bool(e) for e in follow_forbidden_at_eos]
+        if not (len(self.follow_forbidden) == len(self.follow_forbidden_at_eos) == self.n_states):
+            raise ValueError("follow restrictions need one entry per state")
 
     def run(self, data: bytes, state: int = 0) -> int:
         """State after reading ``data`` from ``state``; -1 once dead."""
@@ -105,16 +156,36 @@ class ByteDFA:
                 return -1
         return state
 
+    def can_end(self, state: int, next_byte=None) -> bool:
+        """May a lexeme end in ``state`` when ``next_byte`` follows it
+        (``None``: end of input)?  False for -1 and non-accepting states."""
+        if state < 0 or not self.accepting[state]:
+            return False
+        if next_byte is None:
+            return not self.follow_forbidden_at_eos[state]
+        forbidden = self.follow_forbidden[state]
+        return forbidden is None or next_byte not in forbidden
+
     def matches(self, data: bytes) -> bool:
-        """Is ``data`` accepted (a full match)?"""
-        state = self.run(data)
-        return state >= 0 and bool(self.accepting[state])
+        """Is ``data`` accepted (a full match with nothing after it)?"""
+        return self.can_end(self.run(data), None)
+
+    def matches_followed_by(self, data: bytes, next_byte) -> bool:
+        """Is ``data`` accepted as a lexeme followed by the byte ``next_byte``
+        (an int; ``None`` means end of input, the same as :meth:`matches`)?"""
+        return self.can_end(self.run(data), next_byte)
 
     def is_prefix(self, data: bytes) -> bool:
-        """Is ``data`` a prefix of some accepted string?"""
+        """Is ``data`` a prefix of some accepted lexeme (with some byte, or
+        the end of input, after it that its restriction allows)?"""
         # Trimmed: every live state reaches acceptance, except in the
         # one-state automaton of the empty language.
         return self.run(data) >= 0 and bool(self.accepting.any())
+
+    @property
+    def has_follow_restrictions(self) -> bool:
+        """Does any state restrict what may follow the lexeme?"""
+        return any(self.follow_forbidden_at_eos) or any(f is not None for f in self.follow_forbidden)
 
     def __repr__(self):
         return f"ByteDFA(name={self.name!r}, pattern={self.pattern!r}, n_states={self.n_states})"
@@ -282,24 +353,48 @@ def _utf8_trie(ranges) -> tuple:
 # AST -> NFA over bytes
 # ---------------------------------------------------------------------------
 
+# A lookahead constraint on the next byte, as an int bit set: bit b (0..255)
+# set = the next byte may not be b; bit _EOS_BIT set = the end of input may
+# not come next.  Constraints met one after the other combine by OR; a full
+# mask can never be met.
+_EOS_BIT = 256
+_ALL_BYTES = (1 << 256) - 1
+_FULL_MASK = (1 << 257) - 1
+_ASCII_BYTES = (1 << 128) - 1
+
+
+def _ranges_to_bits(ranges) -> int:
+    bits = 0
+    for lo, hi in ranges:
+        bits |= ((1 << (hi - lo + 1)) - 1) << lo
+    return bits
+
+
 class _NFABuilder:
-    """Thompson-style NFA whose moves are byte ranges or empty moves.
+    """Thompson-style NFA whose moves are byte ranges, empty moves, or
+    lookahead moves.
 
     ``build(subpattern, flags, entry)`` adds the moves for ``subpattern``
-    starting at ``entry`` and returns the state reached after it.
+    starting at ``entry`` and returns the state reached after it.  A
+    lookahead move ``(target, mask)`` is an empty move that puts the
+    constraint ``mask`` (see ``_EOS_BIT``) on the next byte of the path:
+    every lookahead body is one ASCII character, so the next byte (or the
+    end of input) decides it.
     """
 
     def __init__(self, name, limit):
         self.name = name
         self.limit = limit
-        self.empty_moves = []  # state -> [state]
-        self.byte_moves = []   # state -> [(byte_lo, byte_hi, state)]
+        self.empty_moves = []   # state -> [state]
+        self.byte_moves = []    # state -> [(byte_lo, byte_hi, state)]
+        self.assert_moves = []  # state -> [(state, mask)]
 
     def new_state(self) -> int:
         if len(self.byte_moves) >= self.limit:
             raise _too_large(self.name, self.limit, "NFA")
         self.empty_moves.append([])
         self.byte_moves.append([])
+        self.assert_moves.append([])
         return len(self.byte_moves) - 1
 
     def add_char_set(self, ranges, entry) -> int:
@@ -343,11 +438,7 @@ class _NFABuilder:
                                "its truth depends on text around the lexeme, "
                                "which a terminal's automaton never sees")
         if op is ASSERT or op is ASSERT_NOT:
-            direction, _body = av
-            kind = "lookbehind" if direction < 0 else "lookahead"
-            if op is ASSERT_NOT:
-                kind = "negative " + kind
-            raise _unsupported(name, kind, "lookaround is not compiled into the byte automaton")
+            return self.build_lookahead(op, av, flags, entry)
         if op is GROUPREF:
             raise _unsupported(name, "backreference", "it does not describe a regular language")
         if op is GROUPREF_EXISTS:
@@ -360,6 +451,39 @@ class _NFABuilder:
             raise _unsupported(name, "possessive repeat",
                                "it cuts backtracking, which changes the language")
         raise _unsupported(name, f"regex construct {op}", "unknown to cfgmask")
+
+    def build_lookahead(self, op, av, flags, entry) -> int:
+        """``(?=C)`` / ``(?!C)`` for a set ``C`` of ASCII characters: an
+        empty move constraining the next byte (see the class docstring)."""
+        direction, body = av
+        kind = "lookbehind" if direction < 0 else "lookahead"
+        if op is ASSERT_NOT:
+            kind = "negative " + kind
+        if direction < 0:
+            raise _unsupported(self.name, kind,
+                               "it depends on text before the lexeme, which a terminal's "
+                               "automaton never sees")
+        ranges = _one_char_ranges(body, flags)
+        if ranges is None:
+            what = "an empty pattern" if not len(body) else "more than one character"
+            raise _unsupported(self.name, f"{kind} over {what}",
+                               "only a lookahead over one character from a set of ASCII "
+                               "characters, such as (?![a-z0-9_]), is compiled")
+        if ranges and ranges[-1][1] > 0x7F:
+            why = ("the character after the lexeme must be decided by one byte, so the "
+                   "lookahead may only name ASCII characters")
+            if flags & FLAG_IGNORECASE and not flags & FLAG_ASCII:
+                why += ("; under IGNORECASE, Unicode case folding adds non-ASCII characters "
+                        "(add the ASCII flag (?a) to fold within ASCII only)")
+            raise _unsupported(self.name, f"{kind} over non-ASCII characters", why)
+        bits = _ranges_to_bits(ranges)
+        # (?!C): the next byte is not in C.  (?=C): the next byte is in C, so
+        # neither another byte (every non-ASCII lead byte included) nor the
+        # end of input.
+        mask = bits if op is ASSERT_NOT else _FULL_MASK & ~bits
+        exit_state = self.new_state()
+        self.assert_moves[entry].append((exit_state, mask))
+        return exit_state
 
     def build_repeat(self, min_count, max_count, body, flags, entry) -> int:
         state = entry
@@ -380,6 +504,28 @@ class _NFABuilder:
             state = self.build(body, flags, state)
         self.empty_moves[state].append(exit_state)
         return exit_state
+
+
+def _one_char_ranges(subpattern, flags):
+    """The code points of ``subpattern`` if it matches exactly the strings of
+    one character from a set (a literal, a class, an alternation of those,
+    possibly grouped); otherwise ``None``."""
+    if len(subpattern) != 1:
+        return None
+    op, av = subpattern[0]
+    if op in (LITERAL, NOT_LITERAL, ANY):
+        return _char_ranges(op, av, _char_flags(flags))
+    if op is IN:
+        return _char_ranges(op, tuple(av), _char_flags(flags))
+    if op is SUBPATTERN:
+        _group, add_flags, del_flags, body = av
+        return _one_char_ranges(body, _combine_flags(flags, add_flags, del_flags))
+    if op is BRANCH:
+        parts = [_one_char_ranges(alternative, flags) for alternative in av[1]]
+        return None if any(part is None for part in parts) else ut.union(*parts)
+    if (op is MAX_REPEAT or op is MIN_REPEAT) and av[0] == av[1] == 1:
+        return _one_char_ranges(av[2], flags)
+    return None
 
 
 def _combine_flags(flags, add_flags, del_flags):
@@ -426,8 +572,45 @@ def _byte_segments(edge_lists):
             yield position, events[i][0] - 1, frozenset(active)
 
 
+def _allowed_edges(edges, mask):
+    """``edges`` without the bytes set in ``mask``."""
+    out = []
+    for lo, hi, target in edges:
+        byte = lo
+        while byte <= hi:
+            if mask >> byte & 1:
+                byte += 1
+                continue
+            last = byte
+            while last < hi and not mask >> (last + 1) & 1:
+                last += 1
+            out.append((byte, last, target))
+            byte = last + 1
+    return out
+
+
 def _determinize(nfa, start, final, max_states, name):
-    empty_moves, byte_moves = nfa.empty_moves, nfa.byte_moves
+    """Subset construction.
+
+    Returns ``(trans, accepting, follow)``: ``follow[d]`` is the constraint
+    mask (see ``_EOS_BIT``) on what may come after a lexeme ending in DFA
+    state ``d`` (0 for no constraint or a non-accepting state).
+
+    With lookaheads, a DFA state is a set of *configurations*: an NFA state
+    with the constraint pending on its path, encoded as
+    ``state + n_nfa * mask_id`` (mask id 0 = no constraint, so without
+    lookaheads configurations are plain NFA states).  A byte move out of a
+    configuration is dropped when its mask forbids the byte, and the target
+    starts with no constraint.  A configuration at ``final`` lets the lexeme
+    end under its mask; a DFA state may end before a byte when some of its
+    configurations allow it, so its mask is the AND of theirs.
+    """
+    empty_moves, byte_moves, assert_moves = nfa.empty_moves, nfa.byte_moves, nfa.assert_moves
+    n_nfa = len(byte_moves)
+    lookahead = any(assert_moves)
+    masks = [0]
+    mask_ids = {0: 0}
+    filtered = {}  # configuration with a mask -> its allowed byte moves
 
     def closure(states):
         stack = list(states)
@@ -439,6 +622,63 @@ def _determinize(nfa, start, final, max_states, name):
                     stack.append(nxt)
         return frozenset(seen)
 
+    def closure_with_masks(configs):
+        stack = list(configs)
+        seen = set(stack)
+        while stack:
+            mask_id, state = divmod(stack.pop(), n_nfa)
+            base = mask_id * n_nfa
+            for nxt in empty_moves[state]:
+                nxt += base
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+            for nxt, extra in assert_moves[state]:
+                mask = masks[mask_id] | extra
+                if mask == _FULL_MASK:
+                    continue  # no next byte and no end of input can satisfy it
+                new_id = mask_ids.get(mask)
+                if new_id is None:
+                    new_id = mask_ids[mask] = len(masks)
+                    masks.append(mask)
+                nxt += new_id * n_nfa
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return frozenset(_drop_dominated(seen))
+
+    def _drop_dominated(configs):
+        # (state, m2) is redundant next to (state, m1) when m1 is a subset of m2.
+        by_state = {}
+        for config in configs:
+            mask_id, state = divmod(config, n_nfa)
+            by_state.setdefault(state, []).append(mask_id)
+        out = []
+        for state, ids in by_state.items():
+            if len(ids) == 1:
+                out.append(state + ids[0] * n_nfa)
+            elif 0 in ids:
+                out.append(state)
+            else:
+                for mask_id in ids:
+                    mask = masks[mask_id]
+                    if not any(other != mask_id and masks[other] & mask == masks[other]
+                               for other in ids):
+                        out.append(state + mask_id * n_nfa)
+        return out
+
+    def moves(config):
+        if config < n_nfa:
+            return byte_moves[config]
+        edges = filtered.get(config)
+        if edges is None:
+            mask_id, state = divmod(config, n_nfa)
+            edges = filtered[config] = _allowed_edges(byte_moves[state], masks[mask_id])
+        return edges
+
+    if lookahead:
+        closure = closure_with_masks  # noqa: F811 - same contract, with masks
+
     start_set = closure([start])
     id_of_set = {start_set: 0}
     subsets = [start_set]
@@ -447,7 +687,7 @@ def _determinize(nfa, start, final, max_states, name):
     while len(rows) < len(subsets):
         subset = subsets[len(rows)]
         row = np.full(256, -1, dtype=np.int32)
-        for lo, hi, targets in _byte_segments(byte_moves[s] for s in subset):
+        for lo, hi, targets in _byte_segments(moves(c) for c in subset):
             dfa_state = id_of_targets.get(targets)
             if dfa_state is None:
                 closed = closure(targets)
@@ -461,8 +701,21 @@ def _determinize(nfa, start, final, max_states, name):
                 id_of_targets[targets] = dfa_state
             row[lo:hi + 1] = dfa_state
         rows.append(row)
-    accepting = np.array([final in subset for subset in subsets], dtype=bool)
-    return np.stack(rows), accepting
+    if not lookahead:
+        accepting = np.array([final in subset for subset in subsets], dtype=bool)
+        return np.stack(rows), accepting, [0] * len(subsets)
+    accepting = np.zeros(len(subsets), dtype=bool)
+    follow = [0] * len(subsets)
+    for d, subset in enumerate(subsets):
+        mask = _FULL_MASK
+        for config in subset:
+            mask_id, state = divmod(config, n_nfa)
+            if state == final:
+                accepting[d] = True
+                mask &= masks[mask_id]
+        if accepting[d]:
+            follow[d] = mask
+    return np.stack(rows), accepting, follow
 
 
 # ---------------------------------------------------------------------------
@@ -502,25 +755,30 @@ def _predecessors(table):
     return bounds, (edges // k).tolist(), (edges % k).tolist()
 
 
-def _hopcroft(n, accepting, bounds, pred_source, pred_class):
+def _hopcroft(n, labels, bounds, pred_source, pred_class):
     """Coarsest partition of the states of a trimmed partial DFA into
     equivalent blocks (Hopcroft's algorithm).
 
-    A missing transition goes to an implicit dead state, which is its own
-    block: every real state can reach acceptance, the dead state cannot.
-    Returns ``block_of``, a list mapping each state to its block number.
+    ``labels[s]`` is what state ``s`` says on its own (accepting or not, and
+    under which follow restriction): states with different labels are never
+    equivalent.  A missing transition goes to an implicit dead state, which
+    is its own block: every real state can reach acceptance, the dead state
+    cannot.  Returns ``block_of``, a list mapping each state to its block
+    number.
     """
     block_of = [0] * n
     blocks = []
-    for members in ([s for s in range(n) if accepting[s]],
-                    [s for s in range(n) if not accepting[s]]):
-        if members:
-            for s in members:
-                block_of[s] = len(blocks)
-            blocks.append(set(members))
-    # The initial blocks are {accepting}, {other live states}, {dead}.
-    # Splitting by all but one of them is enough; leaving out {dead} means
-    # the many missing transitions are never looked at.
+    by_label = {}
+    for s in range(n):
+        by_label.setdefault(labels[s], []).append(s)
+    for label in sorted(by_label):
+        members = by_label[label]
+        for s in members:
+            block_of[s] = len(blocks)
+        blocks.append(set(members))
+    # The initial blocks are one per label, and {dead}.  Splitting by all but
+    # one of them is enough; leaving out {dead} means the many missing
+    # transitions are never looked at.
     waiting = set(range(len(blocks)))
     while waiting:
         splitter = blocks[waiting.pop()]
@@ -565,8 +823,12 @@ def _co_accessible(accepting, bounds, pred_source):
     return live
 
 
-def _minimize_and_trim(trans, accepting):
-    """Minimal trimmed DFA equivalent to ``trans`` (start 0, -1 = dead)."""
+def _minimize_and_trim(trans, accepting, follow):
+    """Minimal trimmed DFA equivalent to ``trans`` (start 0, -1 = dead).
+
+    ``follow[s]``: the follow-restriction mask of state ``s`` (0: none).
+    Returns ``(trans, accepting, follow)`` for the new states.
+    """
     # Work on byte classes: bytes with identical columns behave alike.
     class_of, representatives = _column_classes(trans)
     table = trans[:, representatives]
@@ -574,13 +836,18 @@ def _minimize_and_trim(trans, accepting):
     # Trim: drop states that cannot reach acceptance (moves into them die).
     live = _co_accessible(accepting, *_predecessors(table)[:2])
     if not live[0]:
-        return np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=bool)
+        return np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=bool), [0]
+    # Label 0: not accepting; 1 + i: accepting under the i-th distinct mask.
+    label_of_mask = {}
+    labels = np.array([label_of_mask.setdefault(follow[s], len(label_of_mask)) + 1
+                       if accepting[s] else 0 for s in range(len(follow))], dtype=np.int64)
+    mask_of_label = [0] + list(label_of_mask)
     live_id = np.where(live, np.cumsum(live) - 1, -1)
     table = np.where(table >= 0, live_id[np.maximum(table, 0)], -1)[live]
-    accepting = np.asarray(accepting, dtype=bool)[live]
+    labels = labels[live]
     n = table.shape[0]
 
-    block_of = np.array(_hopcroft(n, accepting, *_predecessors(table)), dtype=np.int64)
+    block_of = np.array(_hopcroft(n, labels.tolist(), *_predecessors(table)), dtype=np.int64)
 
     # Renumber blocks breadth-first from the start, bytes in increasing
     # order (class numbers follow first appearance by byte value).
@@ -600,8 +867,8 @@ def _minimize_and_trim(trans, accepting):
     small = np.stack(rows)
     small = np.where(small >= 0, new_id[np.maximum(small, 0)], -1).astype(np.int32)
     new_trans = np.ascontiguousarray(small[:, class_of])
-    new_accepting = accepting[representative[visit]]
-    return new_trans, new_accepting
+    new_labels = labels[representative[visit]]
+    return new_trans, new_labels > 0, [mask_of_label[label] for label in new_labels.tolist()]
 
 
 # ---------------------------------------------------------------------------
@@ -623,19 +890,36 @@ def compile_regex(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_S
     nfa = _NFABuilder(name, limit=_NFA_STATES_PER_DFA_STATE * max_states)
     start = nfa.new_state()
     final = nfa.build(parsed, parsed.state.flags, start)
-    trans, accepting = _determinize(nfa, start, final, max_states, name)
-    trans, accepting = _minimize_and_trim(trans, accepting)
-    return ByteDFA(trans, accepting, pattern=pattern, name=name)
+    trans, accepting, follow = _determinize(nfa, start, final, max_states, name)
+    trans, accepting, follow = _minimize_and_trim(trans, accepting, follow)
+    return ByteDFA(trans, accepting, pattern=pattern, name=name,
+                   follow_forbidden=[_mask_bytes(mask) for mask in follow],
+                   follow_forbidden_at_eos=[bool(mask >> _EOS_BIT & 1) for mask in follow])
+
+
+def _mask_bytes(mask):
+    """The bytes a constraint mask forbids, sorted, or ``None`` for none."""
+    mask &= _ALL_BYTES
+    return bytes(b for b in range(256) if mask >> b & 1) if mask else None
 
 
 def byte_classes(dfas):
     """Partition the 256 byte values by how the given DFAs treat them.
 
     Two bytes share a class iff every state of every DFA sends them to the
-    same target.  Returns ``(class_of_byte uint8[256], n_classes)``; classes
-    are numbered in order of first appearance by byte value.
+    same target and every ``follow_forbidden`` set holds both or neither (so
+    the class of the byte after a lexeme decides whether it may end).
+    Returns ``(class_of_byte uint8[256], n_classes)``; classes are numbered
+    in order of first appearance by byte value.
     """
     if not dfas:
         return np.zeros(256, dtype=np.uint8), 1
-    class_of, representatives = _column_classes(np.concatenate([d.trans for d in dfas], axis=0))
+    rows = [d.trans for d in dfas]
+    forbidden_sets = sorted({f for d in dfas for f in d.follow_forbidden if f})
+    if forbidden_sets:
+        membership = np.zeros((len(forbidden_sets), 256), dtype=np.int32)
+        for i, forbidden in enumerate(forbidden_sets):
+            membership[i, list(forbidden)] = 1
+        rows.append(membership)
+    class_of, representatives = _column_classes(np.concatenate(rows, axis=0))
     return class_of, len(representatives)

@@ -1,7 +1,9 @@
 """regex.py: Python regex -> exact byte DFA.
 
 The oracle is Python itself: a DFA must accept ``s.encode()`` exactly when
-``re.fullmatch(pattern, s)`` does, and nothing that is not valid UTF-8.
+``re.fullmatch(pattern, s)`` does, and nothing that is not valid UTF-8.  With
+a lookahead, ``s`` followed by the character ``c`` is accepted exactly when
+``re.fullmatch("(?:" + pattern + ")" + re.escape(c), s + c)`` matches.
 """
 
 import functools
@@ -164,13 +166,24 @@ def test_common_lark_terminal(name, pattern):
 # Structural invariants: start 0, trimmed, minimal
 # ---------------------------------------------------------------------------
 
+def state_labels(dfa):
+    """What each state says on its own: accepting, and under which follow
+    restriction; then the implicit dead state (labelled like a plain
+    non-accepting state)."""
+    ids = {(False, None, False): 0}
+    labels = [ids.setdefault((bool(a), f, e), len(ids)) for a, f, e in
+              zip(dfa.accepting, dfa.follow_forbidden, dfa.follow_forbidden_at_eos)]
+    return np.array(labels + [0], dtype=np.int64)
+
+
 def moore_classes(dfa):
-    """Number of language-equivalence classes (plain Moore refinement)."""
+    """Number of equivalence classes (plain Moore refinement), where states
+    with different labels (accepting, follow restriction) differ."""
     # Identical byte columns give identical signatures: keep one of each.
     columns = np.unique(dfa.trans.T, axis=0).T
     trans = np.where(columns >= 0, columns, dfa.n_states)
     trans = np.vstack([trans, np.full((1, trans.shape[1]), dfa.n_states)])
-    block = np.append(dfa.accepting, False).astype(np.int64)
+    block = state_labels(dfa)
     while True:
         signature = np.hstack([block[:, None], block[trans]])
         _, new_block = np.unique(signature, axis=0, return_inverse=True)
@@ -186,6 +199,16 @@ def assert_invariants(dfa):
     assert dfa.trans.dtype == np.int32 and dfa.trans.shape == (dfa.n_states, 256)
     assert dfa.accepting.dtype == np.bool_ and dfa.accepting.shape == (dfa.n_states,)
     assert dfa.trans.min() >= -1 and dfa.trans.max() < dfa.n_states
+    assert len(dfa.follow_forbidden) == len(dfa.follow_forbidden_at_eos) == dfa.n_states
+    for accepting, forbidden, at_eos in zip(dfa.accepting, dfa.follow_forbidden,
+                                            dfa.follow_forbidden_at_eos):
+        assert type(at_eos) is bool
+        assert forbidden is None or (type(forbidden) is bytes and forbidden
+                                     and list(forbidden) == sorted(set(forbidden)))
+        if not accepting:
+            assert forbidden is None and not at_eos
+        else:  # some way to end is left
+            assert not (at_eos and forbidden is not None and len(forbidden) == 256)
     if not dfa.accepting.any():  # empty language: one bare state
         assert dfa.n_states == 1 and (dfa.trans == -1).all()
         return
@@ -405,8 +428,25 @@ def test_single_char_exhaustive_slow(pattern):
 @pytest.mark.parametrize("pattern,construct", [
     (r"(?<=a)b", "lookbehind"),
     (r"(?<!a)b", "negative lookbehind"),
-    (r"a(?=b)", "lookahead"),
-    (r"a(?!b)c", "negative lookahead"),
+    (r"a(?<!a)", "negative lookbehind"),
+    (r"a(?=bc)", "lookahead over more than one character"),
+    (r"a(?!bc)", "negative lookahead over more than one character"),
+    (r"a(?!b*)", "negative lookahead over more than one character"),
+    (r"a(?!b|cd)", "negative lookahead over more than one character"),
+    (r"a(?!b$)", "negative lookahead over more than one character"),
+    (r"a(?!(?=b))", "negative lookahead over more than one character"),
+    (r"a(?!b{1,2})", "negative lookahead over more than one character"),
+    (r"a(?!)", "negative lookahead over an empty pattern"),
+    (r"a(?=)", "lookahead over an empty pattern"),
+    (r"a(?!é)", "negative lookahead over non-ASCII characters"),
+    (r"a(?=[a-zé])", "lookahead over non-ASCII characters"),
+    (r"a(?=.)", "lookahead over non-ASCII characters"),
+    (r"a(?![^b])", "negative lookahead over non-ASCII characters"),
+    (r"a(?!\d)", "negative lookahead over non-ASCII characters"),
+    (r"a(?![\w.])", "negative lookahead over non-ASCII characters"),
+    (r"(?i:a(?!k))", "negative lookahead over non-ASCII characters"),  # Kelvin sign
+    (r"(?i:a(?=s))", "lookahead over non-ASCII characters"),           # long s
+    (r"(?i:a(?![a-z]))", "negative lookahead over non-ASCII characters"),
     (r"(a)\1", "backreference"),
     (r"(?P<x>a)(?P=x)", "backreference"),
     (r"(a)?(?(1)b|c)", "conditional"),
@@ -474,7 +514,8 @@ def test_matches_and_is_prefix():
 
 
 BYTE_CLASS_PATTERNS = [r"[a-z]+", r"\d+", r'"(?:[^"\\]|\\.)*"', r"(?s:.)", r"(?i:select)",
-                       r"\w+", r"[ \t\n]+", r"-?\d+(?:\.\d+)?"]
+                       r"\w+", r"[ \t\n]+", r"-?\d+(?:\.\d+)?",
+                       r"[a-z]+(?![0-4_])", r"0(?![1-9])", r"x(?=[p-r])"]
 
 
 def check_byte_classes(dfas):
@@ -484,8 +525,12 @@ def check_byte_classes(dfas):
     # numbered by first appearance
     assert [c for i, c in enumerate(class_of.tolist()) if c not in class_of[:i]] == list(range(n_classes))
     columns = np.concatenate([d.trans for d in dfas], axis=0).T if dfas else np.zeros((256, 0))
+    forbidden = [f for d in dfas for f in d.follow_forbidden if f is not None]
+    membership = np.array([[b in f for f in forbidden] for b in range(256)]).reshape(256, -1)
+    columns = np.hstack([columns, membership])
     for b1 in range(256):
-        # same class <=> same target in every state of every DFA
+        # same class <=> same target in every state of every DFA, and in
+        # every follow_forbidden set both or neither
         same_column = (columns == columns[b1]).all(axis=1)
         assert (same_column == (class_of == class_of[b1])).all(), b1
 
@@ -503,3 +548,287 @@ def test_byte_classes_examples():
     assert n == 3 and class_of[ord("a")] != class_of[ord("b")] and class_of[ord("a")] == class_of[ord("c")]
     class_of, n = byte_classes([])
     assert n == 1 and not class_of.any()
+    # A follow restriction splits bytes whose transitions agree.
+    class_of, n = byte_classes([compile_regex(r"[a-z]+(?![0-4])")])
+    assert n == 3 and class_of[ord("0")] == class_of[ord("4")] != class_of[ord("5")]
+    assert class_of[ord("5")] == class_of[ord("9")] == class_of[0]
+    class_of, n = byte_classes([compile_regex(r"x(?=a)")])  # forbids every byte but "a"
+    assert n == 3 and len({class_of[ord("a")], class_of[ord("x")], class_of[ord("b")]}) == 3
+
+
+# ---------------------------------------------------------------------------
+# Single-character lookahead
+# ---------------------------------------------------------------------------
+
+def python_accepts(pattern, s, c):
+    """Does ``pattern`` match exactly ``s`` when the character ``c`` follows
+    (``None``: nothing follows)?  Lookaheads at the end of the match see ``c``."""
+    if c is None:
+        return _compiled(pattern).fullmatch(s) is not None
+    return _compiled("(?:%s)%s" % (pattern, re.escape(c))).fullmatch(s + c) is not None
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(pattern):
+    return re.compile(pattern)
+
+
+def dfa_accepts(dfa, s, c):
+    data = s.encode()
+    if c is None:
+        assert dfa.matches_followed_by(data, None) == dfa.matches(data)
+        return dfa.matches(data)
+    return dfa.matches_followed_by(data, c.encode()[0])
+
+
+def check_followed(dfa, pattern, s, c):
+    expected = python_accepts(pattern, s, c)
+    assert dfa_accepts(dfa, s, c) == expected, (pattern, s, c)
+    if expected:
+        data = s.encode()
+        assert all(dfa.is_prefix(data[:i]) for i in range(len(data) + 1)), (pattern, s)
+
+
+def lark_lark_terminals():
+    path = os.path.join(os.path.dirname(lark.__file__), "grammars", "lark.lark")
+    with open(path) as f:
+        text = f.read()
+    grammar, _ = load_grammar(text, "<lark>", [], False)
+    terminals, _, _ = grammar.compile(["start"], "*")
+    return {t.name: t.pattern.to_regexp() for t in terminals}
+
+
+LARK = lark_lark_terminals()
+
+# (pattern, alphabet): every string over the alphabet up to length 4 (3 for
+# long alphabets), followed by each alphabet character, a non-ASCII one, or
+# nothing.
+LOOKAHEAD_PATTERNS = [
+    # Lark's lark.lark
+    (LARK["OP"], "+*?az"),
+    (LARK["REGEXP"], "/\\aié"),
+    # end of the match: number and keyword style
+    (r"0(?![1-9])", "019a"),
+    (r"(?:0|[1-9][0-9]*)(?![0-9a-z])", "019a"),
+    (r"(?:if|else)(?![A-Za-z0-9_])", "ifelsx_ "),
+    (r"(?:if|else)(?!\w)", "ifels_"),  # \w after a keyword: refused, see below
+    (r"[a-z]+(?![0-9_])", "ab0_"),
+    (r"é(?!a)", "éab"),
+    (r"€+(?=[a-z])", "€a1"),
+    (r"a(?![\x00-\x7f])", "abé"),
+    (r"(?ai:if(?![a-z]))", "iIfFa"),
+    (r"(?i:x(?![0-9_]))", "xX0_"),
+    (r"(?a:\d+(?![\d.]))", "01.a"),
+    (r"(?a:\w+(?!\s))", "ab \t"),
+    # positive lookahead
+    (r"a(?=b)", "ab"),
+    (r"[a-z]+(?=\()", "ab("),
+    (r"a(?=[bc])b?", "abc"),
+    (r"(?=[a-c])\w+", "adé_"),
+    # lookahead in the middle (constrains the next consumed character)
+    (r"\/(?!\/)[^\n]*", "/a\n"),
+    (r"a(?!b)[a-c]+", "abc"),
+    (r"x(?=[0-9])\w+", "x0a"),
+    (r"(?!x)[a-z]+", "xab"),
+    (r"(?!b)(?:a|b)(?=a)a", "ab"),
+    # several in a row: constraints combine
+    (r"a(?!b)(?!c)", "abcd"),
+    (r"a(?=[bc])(?!b)", "abc"),
+    (r"a(?=b)(?!b)", "ab"),  # nothing
+    (r"a(?=[b-d])(?=[c-e])", "abcdef"),
+    (r"a(?!b)(?=[b-d])c?", "abcd"),
+    # alternation: a lexeme may end where some path allows it
+    (r"a(?!b)|ab|b(?=a)", "ab"),
+    (r"a(?!b)|a", "ab"),
+    (r"a(?![bc])|a(?![cd])", "abcde"),
+    (r"a(?=b)|a(?!c)", "abc"),
+    (r"(?:a(?!b)|ab)c?", "abc"),
+    (r"x(?:(?!a)|b)", "xab"),
+    # repetition
+    (r"(?:a(?!a)|b)+", "ab"),
+    (r"(?:(?=a)[a-c])*b", "abc"),
+    (r"(?:x(?!y))+", "xy"),
+    (r"(?:x?(?!a))+", "xa"),
+    (r"(?:(?!a)x?)*b", "xab"),
+    (r"(?:a(?=b)|b(?=a))+", "ab"),
+    (r"(?:ab(?!c)){2,3}", "abc"),
+    (r"a+?(?!a)", "ab"),
+    (r"(?:a|b(?!a)){1,3}?", "ab"),
+    # bodies: groups, alternations, repeats of one, classes of categories
+    (r"x(?!(?:a|[bc]|(d)))", "xabde"),
+    (r"x(?!a{1})", "xa"),
+    (r"x(?![^\x00-\U0010ffff])", "xa"),  # empty set: no constraint
+    (r"x(?=[^\x00-\U0010ffff])", "xa"),  # empty set: never
+]
+LOOKAHEAD_PATTERNS.remove((r"(?:if|else)(?!\w)", "ifels_"))
+LOOKAHEAD_IDS = [pattern for pattern, _ in LOOKAHEAD_PATTERNS]
+
+
+def short_strings(alphabet, max_length):
+    strings, frontier = [""], [""]
+    for _ in range(max_length):
+        frontier = [s + c for s in frontier for c in alphabet]
+        strings += frontier
+    return strings
+
+
+@pytest.mark.parametrize("pattern,alphabet", LOOKAHEAD_PATTERNS, ids=LOOKAHEAD_IDS)
+def test_lookahead_all_short_strings(pattern, alphabet):
+    dfa = compile_regex(pattern, name="T")
+    assert_invariants(dfa)
+    followers = list(dict.fromkeys(alphabet + "Zé😀")) + [None]
+    for s in short_strings(alphabet, 4 if len(alphabet) <= 5 else 3):
+        for c in followers:
+            check_followed(dfa, pattern, s, c)
+
+
+def without_lookaheads(pattern):
+    """A pattern accepting a superset of ``pattern``'s strings (lookaheads
+    with simple bodies removed), for generating candidates."""
+    return re.sub(r"\(\?[=!](?:\\.|\[(?:\\.|[^\]\\])*\]|[^()\\])*\)", "", pattern)
+
+
+@pytest.mark.parametrize("pattern,alphabet", LOOKAHEAD_PATTERNS, ids=LOOKAHEAD_IDS)
+def test_lookahead_generated_strings(pattern, alphabet):
+    dfa = compile_regex(pattern, name="T")
+    noise = st.text(alphabet=alphabet + TRICKY, max_size=8)
+    candidates = [noise]
+    try:
+        candidates.append(st.from_regex(without_lookaheads(pattern), fullmatch=True))
+    except re.error:
+        pass
+    strings = st.one_of(*candidates, st.lists(st.one_of(*candidates), min_size=1,
+                                              max_size=3).map("".join))
+    followers = st.one_of(st.none(), st.sampled_from(alphabet + TRICKY))
+
+    @SETTINGS
+    @given(strings, followers)
+    def check(s, c):
+        if any(0xD800 <= ord(x) <= 0xDFFF for x in s):
+            return
+        check_followed(dfa, pattern, s, c)
+
+    check()
+
+
+def test_without_lookaheads_helper():
+    assert without_lookaheads(r"a(?![a-z)])b(?=\()c") == "abc"
+    assert without_lookaheads(LARK["OP"]) == "[+*]|[?]"
+
+
+@pytest.mark.parametrize("name", sorted(LARK))
+def test_lark_lark_terminal(name):
+    pattern = LARK[name]
+    if "(?<" in pattern:
+        # _STRING and STRING use a lookbehind.
+        with pytest.raises(GrammarError) as info:
+            compile_regex(pattern, name=name)
+        assert name in str(info.value) and "lookbehind" in str(info.value)
+        return
+    dfa = compile_regex(pattern, name=name)
+    assert_invariants(dfa)
+
+    @settings(SETTINGS, max_examples=max(10, EXAMPLES // 2))
+    @given(strings_for(without_lookaheads(pattern)),
+           st.one_of(st.none(), st.sampled_from("/+*?az \n(é")))
+    def check(s, c):
+        if any(0xD800 <= ord(x) <= 0xDFFF for x in s):
+            return
+        check_followed(dfa, pattern, s, c)
+
+    check()
+
+
+def test_lark_op_terminal():
+    dfa = compile_regex(LARK["OP"], name="OP")
+    assert LARK["OP"] == r"[+*]|[?](?![a-z])"
+    question = dfa.run(b"?")
+    assert dfa.follow_forbidden[question] == bytes(range(ord("a"), ord("z") + 1))
+    assert dfa.follow_forbidden_at_eos == [False] * dfa.n_states
+    assert dfa.matches(b"?") and dfa.matches_followed_by(b"?", ord("A"))
+    assert not dfa.matches_followed_by(b"?", ord("a")) and not dfa.matches_followed_by(b"?", ord("z"))
+    assert dfa.matches_followed_by(b"?", "é".encode()[0]) and dfa.matches_followed_by(b"?", 0xFF)
+    plus = dfa.run(b"+")
+    assert dfa.follow_forbidden[plus] is None and dfa.matches_followed_by(b"+", ord("a"))
+    assert dfa.can_end(plus, ord("a")) and not dfa.can_end(question, ord("a"))
+    assert not dfa.can_end(-1) and not dfa.can_end(0)
+    assert dfa.has_follow_restrictions
+
+
+def test_lark_regexp_terminal():
+    # The lookahead is in the middle: it only rules out "//" at the start.
+    dfa = compile_regex(LARK["REGEXP"], name="REGEXP")
+    assert not dfa.has_follow_restrictions
+    assert dfa.run(b"//") == -1 and dfa.matches(b"/a/") and dfa.matches(b"/a/imx")
+    assert dfa.matches(rb"/\//") and dfa.matches(rb"/a\\/")
+    assert dfa.matches(rb"/\/")  # a lone backslash is a [^/] character too
+    assert not dfa.matches(b"/a") and not dfa.matches(b"/") and dfa.run(b"//i") == -1
+    assert dfa.matches("/é/".encode()) and dfa.is_prefix(b"/a")
+
+
+def test_keyword_and_number_style():
+    dfa = compile_regex(r"(?:if|else)(?![A-Za-z0-9_])")
+    assert dfa.matches(b"if") and dfa.matches_followed_by(b"if", ord(" "))
+    assert not dfa.matches_followed_by(b"if", ord("x")) and not dfa.matches_followed_by(b"else", ord("_"))
+    assert dfa.matches_followed_by(b"if", "é".encode()[0])  # é is not in the set
+    zero = compile_regex(r"0(?![1-9])")
+    assert zero.matches(b"0") and zero.matches_followed_by(b"0", ord("0"))
+    assert not zero.matches_followed_by(b"0", ord("5")) and zero.matches_followed_by(b"0", ord("."))
+
+
+def test_positive_lookahead_at_end():
+    dfa = compile_regex(r"[a-z]+(?=\()")
+    end = dfa.run(b"f")
+    assert dfa.follow_forbidden_at_eos[end] and not dfa.matches(b"f")
+    assert dfa.follow_forbidden[end] == bytes(b for b in range(256) if b != ord("("))
+    assert dfa.matches_followed_by(b"f", ord("(")) and not dfa.matches_followed_by(b"f", ord(")"))
+    assert not dfa.matches_followed_by(b"f", 0xC3)  # no non-ASCII character is "("
+    assert dfa.is_prefix(b"f")
+
+
+@pytest.mark.parametrize("pattern,n_states,restrictions", [
+    # (pattern, states, {input: (follow_forbidden, at_eos)}) for accepting states
+    (r"a(?!b)|c", 3, {b"a": (b"b", False), b"c": (None, False)}),
+    (r"a(?!b)|c(?!b)", 2, {b"a": (b"b", False), b"c": (b"b", False)}),
+    (r"a(?!b)|a", 2, {b"a": (None, False)}),
+    (r"a(?!b)|a(?!c)", 2, {b"a": (None, False)}),
+    (r"a(?![bc])|a(?![cd])", 2, {b"a": (b"c", False)}),
+    (r"a(?=b)|a", 2, {b"a": (None, False)}),
+    (r"a(?=b)|a(?!c)", 2, {b"a": (b"c", False)}),
+    (r"a(?=[bc])|a(?=[cd])", 2, {b"a": (bytes(b for b in range(256) if b not in b"bcd"), True)}),
+    (r"a(?=b)(?!b)", 1, {}),
+    (r"a(?=b)b", 3, {b"ab": (None, False)}),
+    (r"a(?!b)b", 1, {}),
+    (r"(?:a(?!a))+", 2, {b"a": (b"a", False)}),
+])
+def test_restrictions_and_minimal_sizes(pattern, n_states, restrictions):
+    dfa = compile_regex(pattern)
+    assert_invariants(dfa)
+    assert dfa.n_states == n_states
+    for data, (forbidden, at_eos) in restrictions.items():
+        state = dfa.run(data)
+        assert dfa.accepting[state]
+        assert (dfa.follow_forbidden[state], dfa.follow_forbidden_at_eos[state]) == (forbidden, at_eos)
+    assert dfa.accepting.sum() == len(set(dfa.run(d) for d in restrictions))
+
+
+def test_lookahead_error_message():
+    with pytest.raises(GrammarError) as info:
+        compile_regex(r"a(?!bc)", name="X")
+    assert str(info.value).startswith("terminal X: negative lookahead over more than one character "
+                                      "is not supported")
+    with pytest.raises(GrammarError) as info:
+        compile_regex(r"(?i:a(?!k))", name="X")
+    assert "(?a)" in str(info.value)
+    # Folding within ASCII is fine: (?ai) and characters without non-ASCII folds.
+    assert compile_regex(r"(?ai:a(?!k))").follow_forbidden[1] == b"Kk"
+    assert compile_regex(r"(?i:a(?!x))").follow_forbidden[1] == b"Xx"
+
+
+def test_byte_dfa_defaults():
+    dfa = ByteDFA(np.full((2, 256), -1), [False, True])
+    assert dfa.follow_forbidden == [None, None] and dfa.follow_forbidden_at_eos == [False, False]
+    assert not dfa.has_follow_restrictions and dfa.matches_followed_by(b"", None) is False
+    dfa = ByteDFA(np.full((1, 256), -1), [True], follow_forbidden=[b"ba"], follow_forbidden_at_eos=[1])
+    assert dfa.follow_forbidden == [b"ab"] and dfa.follow_forbidden_at_eos == [True]
+    assert not dfa.matches(b"") and dfa.matches_followed_by(b"", ord("c"))
