@@ -116,6 +116,29 @@ class CompiledGrammar:
         """A zeroed ``int32 [batch, ceil(V/32)]`` array in the layout :meth:`Matcher.fill_bitmask` writes."""
         return np.zeros((batch, self.bitmask_words), dtype=np.int32)
 
+    def fill_bitmasks(self, matchers, bitmask):
+        """Fill row ``i`` of ``bitmask`` for ``matchers[i]`` (``None`` rows are left alone).
+
+        Validates the array once and takes the lock once for the whole batch;
+        raises :class:`DeadEnd` naming the first row with no allowed token.
+        """
+        arr = _as_int32_rows(bitmask, self.bitmask_words)
+        if arr.ndim != 2 or arr.shape[0] < len(matchers):
+            raise ConfigurationError(f"bitmask needs shape [>= {len(matchers)}, W], got {arr.shape}")
+        dead = None
+        with self._lock:
+            for i, m in enumerate(matchers):
+                if m is None:
+                    continue
+                if m.compiled is not self:
+                    raise ConfigurationError(f"matcher {i} belongs to another compiled grammar")
+                if not m._core.fill_row(arr, i) and dead is None:
+                    dead = i
+        if dead is not None:
+            core = matchers[dead]._core
+            raise DeadEnd(f"row {dead}: no token is allowed after {core.prefix()[-80:]!r}",
+                          state=core.describe(), prefix=core.prefix())
+
     def cache_stats(self):
         n_cached, n_exits, n_states = self._runtime.cache_stats()
         return {"cached_lexer_states": n_cached, "deep_exits": n_exits, "lexer_states": n_states}
@@ -147,7 +170,7 @@ class Matcher:
 
         ``bitmask`` is a C-contiguous numpy int32 array ``[B, W]`` or ``[W]``
         (or a CPU torch tensor sharing memory) with ``W >= ceil(vocab_size/32)``;
-        words past ``ceil(vocab_size/32)`` are zeroed.  Raises :class:`DeadEnd`
+        every word of the row is written (words past ``ceil(vocab_size/32)`` are zeroed).  Raises :class:`DeadEnd`
         when no token (EOS included) is allowed.
         """
         if bitmask is not self._checked:
@@ -223,6 +246,29 @@ class Matcher:
     def is_finished(self):
         """True once EOS has been consumed."""
         return self._core.is_finished()
+
+    def next_bytes(self):
+        """The bytes that may come next (a byte-level mask; EOS not included)."""
+        with self.compiled._lock:
+            return self._core.next_bytes()
+
+    def forced_bytes(self, limit=256):
+        """The bytes every valid continuation starts with (up to ``limit``).
+
+        Stops where more than one byte is possible or EOS is allowed.  A
+        generation loop can tokenize and append these without calling the
+        model (constrained decoding that skips forward).
+        """
+        probe = self._core.copy()
+        out = bytearray()
+        with self.compiled._lock:
+            while len(out) < limit and not probe.accepting():
+                nxt = probe.next_bytes()
+                if len(nxt) != 1:
+                    break
+                probe.consume_bytes(np.frombuffer(nxt, dtype=np.uint8))
+                out += nxt
+        return bytes(out)
 
     @property
     def prefix(self):

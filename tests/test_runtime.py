@@ -192,3 +192,37 @@ def test_cached_and_plain_walk_agree_on_keyword_grammar():
             if not choices:
                 break
             m.consume(int(rng.choice(choices)))
+
+
+def test_next_and_forced_bytes():
+    c = make('start: "{" "\\"name\\"" ":" NUMBER "}"\nNUMBER: /[0-9]+/\n%ignore " "\n',
+             tokens=[bytes([b]) for b in range(128)] + [None], eos=(128,))
+    m = c.matcher()
+    assert m.next_bytes() == b" {"
+    m.consume_bytes(b"{")
+    assert m.forced_bytes() == b""  # " " or '"' may come next
+    m.consume_bytes(b'"')
+    assert m.forced_bytes() == b'name"'  # then ":" or " "
+    m.consume_bytes(b'name":7')
+    assert set(m.next_bytes()) == set(b"0123456789} ")
+    m.consume_bytes(b"}")
+    assert m.next_bytes() == b"" and m.is_accepting()
+
+
+def test_fill_bitmasks_batch():
+    c = make()
+    ms = [c.matcher() for _ in range(3)]
+    ms[1].consume(TOKENS.index(b"["))
+    bm = c.allocate_bitmask(4)
+    bm[3] = -1
+    c.fill_bitmasks([ms[0], ms[1], None], bm)
+    for i in range(2):
+        one = c.allocate_bitmask(1)
+        ms[i].fill_bitmask(one)
+        np.testing.assert_array_equal(bm[i], one[0])
+    assert not bm[2].any() and (bm[3] == -1).all()
+    dead = make('start: "a" "b"\n', tokens=[b"a", None], eos=(1,))
+    dm = dead.matcher()
+    dm.consume(0)
+    with pytest.raises(DeadEnd, match="row 1"):
+        dead.fill_bitmasks([dead.matcher(), dm], dead.allocate_bitmask(2))

@@ -498,6 +498,20 @@ cdef class MatcherCore:
     def accepting(self):
         return bool(self._accepting())
 
+    def next_bytes(self):
+        """The bytes that may come next (the byte-level mask), as a ``bytes`` object."""
+        cdef int b
+        cdef int32_t d = self.depth
+        out = bytearray()
+        if self.finished:
+            return bytes(out)
+        self._reserve(d + 3)
+        for b in range(256):
+            if self.push_byte(<uint8_t>b):
+                out.append(b)
+                self._pop_to(d)
+        return bytes(out)
+
     def is_finished(self):
         return bool(self.finished)
 
