@@ -146,11 +146,14 @@ class Session:
             enc = self.tok(prompt, return_tensors="pt")
         return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
 
-    def generate(self, enc, max_new_tokens, temperature=0.0, constrained=True, track_stats=False):
+    def generate(self, enc, max_new_tokens, temperature=0.0, constrained=True, track_stats=False,
+                 repetition_penalty=1.0):
         """Run ``generate``; returns a dict with the output ids, timings and (constrained) the processor."""
         from .hf import GrammarLogitsProcessor
 
         kw = dict(max_new_tokens=max_new_tokens, pad_token_id=self.pad, eos_token_id=self.eos)
+        if repetition_penalty != 1.0:
+            kw["repetition_penalty"] = float(repetition_penalty)
         if temperature and temperature > 0:
             # generate runs its warpers before user processors: keep only the temperature
             # so that top-k/top-p never remove every token the grammar allows.
@@ -188,13 +191,24 @@ def _seed(seed):
     torch.manual_seed(seed)
 
 
+# A small model given only a question answers in prose; under the mask its best
+# allowed first token is then often a bare number ("1.1").  Telling it the
+# format up front gets it to open a real document.  --system '' turns this off.
+DEFAULT_SYSTEM = {
+    "json": "You are a helpful assistant. Reply with JSON only.",
+    "sql": "You are a helpful assistant. Reply with one SQLite query only.",
+    "javascript": "You are a helpful assistant. Reply with JavaScript code only.",
+}
+
+
 def cmd_generate(args):
     src = GrammarSource(args.grammar, start=args.start)
     sess = Session(args, src, quiet=args.quiet)
     _seed(args.seed)
-    enc = sess.encode_prompt(args.prompt, system=args.system, chat=not args.no_chat_template)
+    system = args.system if args.system is not None else DEFAULT_SYSTEM.get(args.grammar)
+    enc = sess.encode_prompt(args.prompt, system=system or None, chat=not args.no_chat_template)
     res = sess.generate(enc, args.max_new_tokens, temperature=args.temperature, constrained=True,
-                        track_stats=False)
+                        track_stats=False, repetition_penalty=args.repetition_penalty)
     proc = res["proc"]
     text = res["text"]
     n = res["n_tokens"]
@@ -220,7 +234,10 @@ def cmd_generate(args):
              "please report this with the grammar and prompt")
         print(text, file=sys.stderr)
         return EXIT_INVALID
-    print(text)
+    # a small model likes to pad with whitespace before EOS: drop it when the
+    # document still parses without it
+    stripped = text.rstrip()
+    print(stripped if stripped != text and src.verify(stripped) is None else text)
     return EXIT_OK
 
 
@@ -378,8 +395,13 @@ def build_parser():
     p.add_argument("--start", default="start", help="start rule (default: start)")
     p.add_argument("--max-new-tokens", type=int, default=256, help="default 256")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
-    p.add_argument("--system", default=None, help="system message for the chat template")
+    p.add_argument("--system", default=None,
+                   help="system message for the chat template (default for builtin grammars: "
+                        "'Reply with JSON only.' and the like; '' for none)")
     p.add_argument("--no-chat-template", action="store_true", help="feed the prompt as plain text")
+    p.add_argument("--repetition-penalty", type=float, default=1.2,
+                   help="transformers' repetition penalty (default 1.2: the 135M default model loops "
+                        "without it; 1 turns it off)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or timing on stderr")
     _add_model_args(p)
     p.set_defaults(func=cmd_generate)
