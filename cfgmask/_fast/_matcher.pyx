@@ -161,6 +161,15 @@ cdef class Runtime:
                 self.set_token(mask, self.node_token[i])
         return 0
 
+    cdef int _clear_subtree(self, uint32_t* mask, int32_t node) noexcept:
+        cdef int32_t i, tok
+        for i in range(node, self.node_subtree_end[node]):
+            tok = self.node_token[i]
+            while tok >= 0:
+                mask[tok >> 5] &= ~((<uint32_t>1) << (tok & 31))
+                tok = self.token_same_next[tok]
+        return 0
+
     cdef QCacheC* entry(self, int32_t q) except NULL:
         """The token cache of lexer state ``q``, built on first use."""
         cdef int32_t newcap, i
@@ -221,8 +230,6 @@ cdef class Runtime:
                             continue
                         e.exit_byte[b] = 1
                         self._set_subtree(e.fb_exit, i)
-                        if not self.wb[b]:
-                            self._set_subtree(e.fb_exit_nw, i)
                     else:
                         ex_node.append(i)
                         ex_state.append(s)
@@ -232,6 +239,13 @@ cdef class Runtime:
         finally:
             free(ls)
             free(pb)
+        # fb_exit_nw: the same tokens minus those starting with a word-boundary byte
+        memcpy(e.fb_exit_nw, e.fb_exit, sizeof(uint32_t) * W)
+        i = 1
+        while i < n:
+            if self.wb[self.node_byte[i]] and e.exit_byte[self.node_byte[i]]:
+                self._clear_subtree(e.fb_exit_nw, i)
+            i = self.node_subtree_end[i]
         order = sorted(range(len(ex_node)), key=lambda k: (ex_state[k], ex_node[k]))
         e.n_exits = len(order)
         cdef int32_t m = max(1, e.n_exits)
