@@ -2,7 +2,7 @@
 
 * collects ``bench_*.py`` files (the project's ``testpaths`` is ``tests``, so
   benchmarks only run when asked for);
-* puts the repository root on ``sys.path`` so that ``tests.tokenizers`` and
+* puts the repository root on ``sys.path`` so that ``tests.vocabs`` and
   ``benchmarks.run_masks`` import;
 * session fixtures: the documents, tokenizers and prepared engines, built once.
 

@@ -87,7 +87,7 @@ class Tok:
 
     def __init__(self, name):
         self.name = name
-        from tests import tokenizers as T
+        from tests import vocabs as tokenizers as T
         self.T = T
         if name == "smollm2":
             self.hf = T.smollm2_tokenizer()        # loading the GGUF is not timed

@@ -254,13 +254,13 @@ DEMO_PROMPTS = [
 ]
 
 
-def _closes_top_level(text):
-    """True when the first ``{``/``[`` in ``text`` has its matching close (string-aware scan)."""
+def _extract_json(text):
+    """The first balanced ``{...}``/``[...]`` span of ``text`` (what a lenient caller would try)."""
     i = min([p for p in (text.find("{"), text.find("[")) if p >= 0], default=-1)
     if i < 0:
-        return False
+        return None
     depth, in_str, esc = 0, False, False
-    for ch in text[i:]:
+    for j, ch in enumerate(text[i:], i):
         if in_str:
             if esc:
                 esc = False
@@ -275,15 +275,13 @@ def _closes_top_level(text):
         elif ch in "}]":
             depth -= 1
             if depth == 0:
-                return True
-    return False
+                return text[i:j + 1]
+    return None
 
 
-def _extract_json(text):
-    """The first balanced ``{...}``/``[...]`` span of ``text`` (what a lenient caller would try)."""
-    i = min([p for p in (text.find("{"), text.find("[")) if p >= 0], default=-1)
-    if i < 0:
-        return None
+def _closes_top_level(text):
+    """True when the first ``{``/``[`` in ``text`` has its matching close (string-aware scan)."""
+    return _extract_json(text) is not None
     depth, in_str, esc = 0, False, False
     for j, ch in enumerate(text[i:], i):
         if in_str:

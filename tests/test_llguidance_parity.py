@@ -74,7 +74,7 @@ EXCEPTION_COUNTS = collections.Counter()
 
 
 def _tok():
-    from tests import tokenizers
+    from tests import vocabs as tokenizers
     return tokenizers
 
 

@@ -126,7 +126,7 @@ def sample(docs, n, max_bytes=SAMPLE_MAX_BYTES, seed=SEED):
 
 def _tokenizer_helpers():
     # Imported lazily: the loaders skip when a tokenizer package is missing.
-    from tests import tokenizers
+    from tests import vocabs as tokenizers
     return tokenizers
 
 

@@ -75,7 +75,7 @@ GRAMMARS = {
 def sampling_vocab():
     """SmolLM2's vocabulary, or a byte-level fallback when it is not installed."""
     try:
-        from tests.tokenizers import smollm2_vocab
+        from tests.vocabs import smollm2_vocab
         return smollm2_vocab()
     except BaseException as e:  # pytest.skip raises a BaseException subclass
         if not isinstance(e, (Exception, pytest.skip.Exception)):

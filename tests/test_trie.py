@@ -9,7 +9,7 @@ import pytest
 from cfgmask.errors import ConfigurationError
 from cfgmask.trie import TokTrie
 from cfgmask.vocab import Vocabulary
-from tests.tokenizers import ALL_VOCABS
+from tests.vocabs import ALL_VOCABS
 
 A, B, C = ord("a"), ord("b"), ord("c")
 
