@@ -15,9 +15,9 @@ is downloaded:
 Every loader is cached and calls ``pytest.skip`` with the reason when a
 package or file is missing, so a test using it skips cleanly.
 
-Import it as ``from tests.tokenizers import ...`` (``tests`` is a package: a
-top-level module named ``tokenizers`` would shadow the Hugging Face
-``tokenizers`` library that ``transformers`` imports).
+Import it as ``from tests.vocabs import ...``.  (It is not called
+``tokenizers.py``: with ``tests/`` on ``sys.path`` such a module would shadow
+the Hugging Face ``tokenizers`` library that ``transformers`` imports.)
 """
 
 import functools
