@@ -317,7 +317,8 @@ def cmd_demo(args):
             a = acc[lane]
             _seed(args.seed)
             _err(f"[{k + 1}/{len(prompts)} {lane}] {prompt}")
-            res = sess.generate(enc, args.max_new_tokens, constrained=constrained, track_stats=True)
+            res = sess.generate(enc, args.max_new_tokens, constrained=constrained, track_stats=True,
+                                repetition_penalty=args.repetition_penalty)
             text = res["text"]
             ok = src.verify(text.strip() if not constrained else text) is None
             if constrained and res["complete"] and not ok:
@@ -349,7 +350,8 @@ def cmd_demo(args):
     head = ("lane", "parses as-is", "parses after extracting {...}", "closes top level",
             "cut at max-new-tokens", "mask overruled top-1", "ms/token", "mask us/step", "tokens")
     print(f"model {sess.info['name']}, grammar {args.grammar}, greedy, max_new_tokens="
-          f"{args.max_new_tokens}, {len(prompts)} prompts, system prompt: {DEMO_SYSTEM!r}\n")
+          f"{args.max_new_tokens}, repetition penalty {args.repetition_penalty}, {len(prompts)} prompts, "
+          f"system prompt: {DEMO_SYSTEM!r}\n")
     print(_table(head, rows))
     if args.verbose:
         for lane, prompt, text in samples:
@@ -409,6 +411,8 @@ def build_parser():
     p.add_argument("--max-new-tokens", type=int, default=128, help="default 128")
     p.add_argument("--prompts", type=int, default=len(DEMO_PROMPTS),
                    help=f"how many of the {len(DEMO_PROMPTS)} prompts to run")
+    p.add_argument("--repetition-penalty", type=float, default=1.2,
+                   help="applied to both lanes alike (default 1.2; 1 turns it off)")
     p.add_argument("-v", "--verbose", action="store_true", help="print every output")
     _add_model_args(p)
     p.set_defaults(func=cmd_demo)
