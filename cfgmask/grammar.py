@@ -82,9 +82,13 @@ class Grammar:
     """
 
     def __init__(self, *, terminal_names, terminal_patterns, terminal_is_ignore,
-                 nonterminal_names, rules, start, word_boundary=b"", source=None):
+                 nonterminal_names, rules, start, word_boundary=b"", source=None,
+                 terminal_flags=None):
         self.terminal_names = list(terminal_names)
+        # Python regexes, Lark's flags already inline ("(?i:...)"); the flags are
+        # also listed separately for display
         self.terminal_patterns = list(terminal_patterns)
+        self.terminal_flags = [frozenset(f) for f in (terminal_flags or [()] * len(self.terminal_names))]
         self.terminal_is_ignore = np.asarray(terminal_is_ignore, dtype=np.bool_)
         self.nonterminal_names = list(nonterminal_names)
         self.start = start
@@ -298,6 +302,7 @@ def _normalise(parser, start, word_boundary, source):
     g = Grammar(
         terminal_names=names,
         terminal_patterns=patterns,
+        terminal_flags=[term_defs[n].pattern.flags for n in names],
         terminal_is_ignore=[n in ignore for n in names],
         nonterminal_names=nt_names,
         rules=rules,

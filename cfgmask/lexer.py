@@ -58,8 +58,10 @@ class LexerSpec:
         rep = np.zeros(self.n_classes, dtype=np.int64)
         for b in range(255, -1, -1):
             rep[self.class_of_byte[b]] = b
-        # tables[t][s][c] as nested lists: the builder indexes them one at a time from Python.
-        self.tables = [d.trans[:, rep].tolist() for d in self.dfas]
+        # class_tables[t]: int32 [states, classes] (-1 dead), the flat form;
+        # tables[t][s][c]: the same as nested lists, which the builder indexes one at a time.
+        self.class_tables = [np.ascontiguousarray(d.trans[:, rep], dtype=np.int32) for d in self.dfas]
+        self.tables = [t.tolist() for t in self.class_tables]
         self.accepting = [d.accepting.tolist() for d in self.dfas]
         # Trailing lookahead (?!C) / (?=C): per terminal and accepting state, the byte
         # classes after which a lexeme may not end there (class n_classes = end of input).
