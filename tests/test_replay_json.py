@@ -137,7 +137,10 @@ def _tekken_n_special():
 
 
 def encode_smollm2(text):
-    return list(_tokenizer_helpers().smollm2_tokenizer().encode(text, add_special_tokens=False))
+    # split_special_tokens: a document is plain text; "<filename>" in a JS file
+    # (node-commander's hook.js) must not become SmolLM2's special token 6
+    tok = _tokenizer_helpers().smollm2_tokenizer()
+    return list(tok(text, add_special_tokens=False, split_special_tokens=True)["input_ids"])
 
 
 def encode_tekken(text):
