@@ -282,24 +282,6 @@ def _extract_json(text):
 def _closes_top_level(text):
     """True when the first ``{``/``[`` in ``text`` has its matching close (string-aware scan)."""
     return _extract_json(text) is not None
-    depth, in_str, esc = 0, False, False
-    for j, ch in enumerate(text[i:], i):
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 0:
-                return text[i:j + 1]
-    return None
 
 
 def cmd_demo(args):
