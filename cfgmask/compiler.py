@@ -22,7 +22,6 @@ from ._fast._matcher import MatcherCore, Runtime
 from .errors import ConfigurationError, DeadEnd, TokenRejected
 from .grammar import Grammar
 from .lexer import LexerSpec, UnionBuilder
-from .trie import TokTrie
 from .vocab import Vocabulary
 
 
@@ -91,7 +90,7 @@ class CompiledGrammar:
         self._cgrammar = CGrammar(grammar, limits.max_items_per_row)
         if progress is not None:
             progress("token trie")
-        self.trie = vocab.trie() if hasattr(vocab, "trie") else TokTrie.build(vocab)
+        self.trie = vocab.trie()  # built once per Vocabulary and cached there
         t2 = time.perf_counter()
         flat, offsets, special = _flatten_tokens(vocab)
         self._runtime = Runtime(self._dfa, self._cgrammar, self.trie, flat, offsets, special,
