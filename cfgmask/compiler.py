@@ -21,7 +21,7 @@ from ._fast._lexer import LazyDFA
 from ._fast._matcher import MatcherCore, Runtime
 from .errors import ConfigurationError, DeadEnd, TokenRejected
 from .grammar import Grammar
-from .lexer import LexerSpec, UnionBuilder
+from .lexer import LexerSpec
 from .vocab import Vocabulary
 
 
@@ -58,12 +58,17 @@ def _flatten_tokens(vocab):
     return flat, offsets, special
 
 
-def compile(grammar, vocab, *, limits=None, progress=None):
+def compile(grammar, vocab, *, limits=None, progress=None, slices=True):
     """Compile ``grammar`` against ``vocab`` into a shareable :class:`CompiledGrammar`.
 
     ``grammar`` is a :class:`Grammar` (or Lark grammar text), ``vocab`` a
     :class:`Vocabulary`.  ``progress``, if given, is called with short
-    status strings during the slow steps.
+    status strings during the slow steps.  ``slices`` (default on) derives
+    lexeme slices from the grammar's terminals (``cfgmask/slices.py``); it
+    never changes a mask, only how fast masks are computed.  ``False``
+    turns them off; a dict of :func:`cfgmask.slices.build` options
+    (``min_tokens``, ``min_fraction``, ``max_slices``) tunes them, which tests
+    use to force slices onto tiny vocabularies.
     """
     if isinstance(grammar, str):
         grammar = Grammar.from_lark(grammar)
@@ -71,30 +76,35 @@ def compile(grammar, vocab, *, limits=None, progress=None):
         raise ConfigurationError(f"compile() needs a cfgmask.Grammar, got {type(grammar).__name__}")
     if not isinstance(vocab, Vocabulary):
         raise ConfigurationError(f"compile() needs a cfgmask.Vocabulary, got {type(vocab).__name__}")
-    return CompiledGrammar(grammar, vocab, limits or Limits(), progress)
+    return CompiledGrammar(grammar, vocab, limits or Limits(), progress, use_slices=slices)
 
 
 class CompiledGrammar:
     """A grammar compiled against one vocabulary; create matchers with :meth:`matcher`."""
 
-    def __init__(self, grammar, vocab, limits, progress=None):
+    def __init__(self, grammar, vocab, limits, progress=None, use_slices=True):
         t0 = time.perf_counter()
         self.grammar = grammar
         self.vocab = vocab
         self.limits = limits
         self.lexer_spec = LexerSpec(grammar, max_states=limits.max_terminal_states, progress=progress)
         t1 = time.perf_counter()
-        self._builder = UnionBuilder(self.lexer_spec, max_states=limits.max_lexer_states)
-        self._dfa = LazyDFA(self._builder, self.lexer_spec.class_of_byte, self.lexer_spec.n_classes,
-                            self.lexer_spec.n_words, self.lexer_spec.ignore_mask)
+        self._dfa = LazyDFA(self.lexer_spec, max_states=limits.max_lexer_states)
         self._cgrammar = CGrammar(grammar, limits.max_items_per_row)
         if progress is not None:
             progress("token trie")
         self.trie = vocab.trie()  # built once per Vocabulary and cached there
         t2 = time.perf_counter()
         flat, offsets, special = _flatten_tokens(vocab)
+        self.slices = None
+        if use_slices:
+            from . import slices as _slices
+            options = use_slices if isinstance(use_slices, dict) else {}
+            self.slices = _slices.build(_slices.derive(grammar, self.lexer_spec), self.trie,
+                                        flat, offsets, special, vocab.vocab_size, **options)
         self._runtime = Runtime(self._dfa, self._cgrammar, self.trie, flat, offsets, special,
-                                vocab.vocab_size, vocab.eos_token_ids, grammar.word_boundary)
+                                vocab.vocab_size, vocab.eos_token_ids, grammar.word_boundary,
+                                self.slices)
         self._lock = threading.Lock()
         self.timings = {"automata_s": t1 - t0, "trie_s": t2 - t1, "total_s": time.perf_counter() - t0}
 
@@ -139,8 +149,7 @@ class CompiledGrammar:
                           state=core.describe(), prefix=core.prefix())
 
     def cache_stats(self):
-        n_cached, n_exits, n_states = self._runtime.cache_stats()
-        return {"cached_lexer_states": n_cached, "deep_exits": n_exits, "lexer_states": n_states}
+        return self._runtime.cache_stats()
 
     def __repr__(self):
         return f"<CompiledGrammar {self.grammar!r} vocab_size={self.vocab.vocab_size}>"

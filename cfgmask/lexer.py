@@ -6,7 +6,8 @@ global partition of the 256 byte values into classes so that every table is
 
 The runtime needs, at every lexeme start, the *union* automaton of the
 terminals allowed there.  Rather than building one DFA per allowed set, all of
-them live in a single lazily built product automaton (:class:`UnionBuilder`):
+them live in a single lazily built product automaton (``_fast/_lexer.pyx``,
+which reads the per-terminal tables of :class:`LexerSpec`):
 
 * a product state is the tuple of the still-live ``(terminal, state)`` pairs,
   so two allowed sets that reach the same pairs share a state (and the mask
@@ -20,10 +21,9 @@ them live in a single lazily built product automaton (:class:`UnionBuilder`):
 * every non-dead state can still reach an accepting state, because each
   terminal DFA is trimmed.
 
-The Cython ``LazyDFA`` (``_fast/_lexer.pyx``) owns the flat transition table
-and calls :meth:`UnionBuilder.step` / :meth:`UnionBuilder.start` only when an
-entry is still unknown, so each transition is computed once per compiled
-grammar.
+The Cython ``LazyDFA`` owns the flat transition table and computes an entry
+(in C) the first time it is needed, so each transition is computed once per
+compiled grammar.
 """
 
 import numpy as np
@@ -58,10 +58,8 @@ class LexerSpec:
         rep = np.zeros(self.n_classes, dtype=np.int64)
         for b in range(255, -1, -1):
             rep[self.class_of_byte[b]] = b
-        # class_tables[t]: int32 [states, classes] (-1 dead), the flat form;
-        # tables[t][s][c]: the same as nested lists, which the builder indexes one at a time.
+        # class_tables[t]: int32 [states, classes] (-1 dead), what the runtime steps through
         self.class_tables = [np.ascontiguousarray(d.trans[:, rep], dtype=np.int32) for d in self.dfas]
-        self.tables = [t.tolist() for t in self.class_tables]
         self.accepting = [d.accepting.tolist() for d in self.dfas]
         # Trailing lookahead (?!C) / (?=C): per terminal and accepting state, the byte
         # classes after which a lexeme may not end there (class n_classes = end of input).
@@ -90,89 +88,3 @@ def _end_forbidden(dfa, class_of_byte, n_classes):
         if classes and dfa.accepting[s]:
             out[s] = frozenset(classes)
     return out
-
-
-class UnionBuilder:
-    """The Python half of the lazy union automaton (see module docstring)."""
-
-    def __init__(self, spec, max_states=200000):
-        self.spec = spec
-        self.max_states = max_states
-        self.keys = [()]
-        self.ids = {(): 0}
-        self.accept = [0]
-        self.restricted = [False]
-
-    def _intern(self, key):
-        sid = self.ids.get(key)
-        if sid is None:
-            sid = len(self.keys)
-            if sid >= self.max_states:
-                from .errors import BudgetExceeded
-                raise BudgetExceeded(f"lexer: more than {self.max_states} union-automaton states")
-            self.ids[key] = sid
-            self.keys.append(key)
-            acc = 0
-            restricted = False
-            acc_tab = self.spec.accepting
-            for i in range(len(key) & 1, len(key), 2):
-                t, st = key[i], key[i + 1]
-                if acc_tab[t][st]:
-                    acc |= 1 << t
-                    restricted = restricted or st in self.spec.end_forbidden[t]
-            self.accept.append(acc)
-            # an "ended" state (odd-length key, see end()) is never restricted again
-            self.restricted.append(restricted and not (len(key) & 1))
-        return sid
-
-    def start(self, allowed):
-        """Start state for the allowed-terminal set ``allowed`` (an int bitset)."""
-        key = []
-        t = 0
-        while allowed:
-            if allowed & 1:
-                key += (t, 0)
-            allowed >>= 1
-            t += 1
-        return self._intern(tuple(key))
-
-    def end(self, state, cls):
-        """The state whose accepting terminals are those of ``state`` that may end
-        before a byte of class ``cls`` (``spec.eos_class``: end of input).
-
-        Only called for restricted states (a trailing lookahead is involved).
-        The result has an odd-length key ``(-1, t, s, ...)``: it is used only
-        to scan the lexeme (and as the row-reuse key), never stepped.
-        """
-        key = self.keys[state]
-        forb = self.spec.end_forbidden
-        acc_tab = self.spec.accepting
-        out = [-1]
-        for i in range(0, len(key), 2):
-            t, st = key[i], key[i + 1]
-            if acc_tab[t][st] and cls not in forb[t].get(st, ()):
-                out += (t, st)
-        return self._intern(tuple(out)) if len(out) > 1 else 0
-
-    def step(self, state, cls):
-        key = self.keys[state]
-        if len(key) & 1:
-            return 0
-        tables = self.spec.tables
-        out = []
-        for i in range(0, len(key), 2):
-            t = key[i]
-            nxt = tables[t][key[i + 1]][cls]
-            if nxt >= 0:
-                out += (t, nxt)
-        return self._intern(tuple(out))
-
-    def accept_words(self, state):
-        """The accepting-terminal bitset of ``state`` as ``n_words`` uint64 values."""
-        acc = self.accept[state]
-        return [(acc >> (64 * w)) & 0xFFFFFFFFFFFFFFFF for w in range(self.spec.n_words)]
-
-    def describe(self, state):
-        key = self.keys[state]
-        names = self.spec.grammar.terminal_names
-        return "{" + ", ".join(f"{names[key[i]]}@{key[i + 1]}" for i in range(len(key) & 1, len(key), 2)) + "}"

@@ -40,6 +40,7 @@ import cfgmask
 from tests.reference import Reference
 
 HERE = Path(__file__).resolve().parent
+FORCED_SLICES = {"min_tokens": 2, "min_fraction": 0.0}
 ROOT = HERE.parent
 
 # The keyword grammars with and without the word-boundary pragma share their
@@ -140,7 +141,9 @@ class Tiny:
         self.eos = len(tokens)
         tokens.append(None)
         self.vocab = cfgmask.Vocabulary(tokens, eos_token_ids=[self.eos], vocab_size=len(tokens) + 5)
-        self.compiled = cfgmask.compile(self.grammar, self.vocab)
+        # slices forced on (a tiny vocabulary would get none by default), so that
+        # every mask here also checks the slice and continuation caches
+        self.compiled = cfgmask.compile(self.grammar, self.vocab, slices=FORCED_SLICES)
         self.ref = Reference(self.grammar)
         self.prefixes = prefixes
 

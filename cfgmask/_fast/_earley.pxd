@@ -13,6 +13,10 @@ cdef class CGrammar:
     cdef const int32_t* nt_rules_start   # CSR: rules of nonterminal A (index A - T)
     cdef const int32_t* nt_rules
     cdef const uint8_t* nullable
+    cdef const int32_t* static_start     # CSR: items predicting nonterminal B adds (see _prediction_tables)
+    cdef const int32_t* static_ptrs
+    cdef const int32_t* lc_start         # CSR: nonterminals predicted with A
+    cdef const int32_t* lc_nts
     cdef int32_t n_terminals
     cdef int32_t n_words
     cdef int32_t start_end_ptr     # rhs index of "$start -> start ." (the accepting item)
@@ -28,7 +32,7 @@ cdef class Rows:
     cdef int64_t wait_cap
     cdef int32_t* row_wait_start     # [rows_cap + 1]: row k's waiting items are wait[a:b]
     cdef int32_t* row_lex_start      # lexer start state of each row
-    cdef int32_t* row_from_state     # lexer state whose lexeme built the row (-1 for row 0)
+    cdef uint64_t* row_scanned       # [rows_cap * n_words] terminals scanned to build the row (row 0: none)
     cdef uint8_t* row_accepting
     cdef uint64_t* row_expected      # [rows_cap * n_words]
     cdef int32_t rows_cap
@@ -36,6 +40,12 @@ cdef class Rows:
     cdef int32_t n_rows_mem          # rows [0, n_rows_mem) still hold valid data
     # per-row dedup scratch
     cdef int64_t* seen_keys
+    cdef uint32_t* seen_gen          # slot is in use iff seen_gen[slot] == gen
+    cdef uint64_t* row_stamp         # [rows_cap] unique id of the row's contents (for memo keys)
+    cdef uint64_t next_stamp
+    cdef public int64_t n_builds
+    cdef uint64_t* stamp_keys        # [STAMP_SLOTS * (n_words + 1)] parent stamp, scanned set
+    cdef uint64_t* stamp_vals        # [STAMP_SLOTS] stamp, 0 empty
     cdef int32_t seen_cap
     cdef uint32_t* predicted_gen     # per nonterminal: row generation that predicted it
     cdef uint32_t gen
@@ -44,8 +54,10 @@ cdef class Rows:
     cdef int reset(self) except -1
     cdef int push_scan(self, int32_t lex_state) except -1
     cdef int _close_row(self, int32_t k) except -1
+    cdef int _predict(self, int32_t A, int32_t k) except -1
     cdef int _add(self, int32_t ptr, int32_t origin) except -1
     cdef int _grow_rows(self) except -1
     cdef int _finish_row(self, int32_t k) except -1
     cdef int _begin_row(self, int32_t k) except -1
     cdef int _grow_seen(self, int32_t k) except -1
+    cdef uint64_t _stamp_for(self, int32_t r, const uint64_t* scanned) except 0

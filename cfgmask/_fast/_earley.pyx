@@ -11,10 +11,14 @@ Invariants:
 
 * rows form a stack; row ``k`` holds items ``row_start[k] .. row_start[k+1]``;
   popping is truncation (``n_rows``), the items stay in memory;
-* row ``k`` was built by scanning the lexeme whose final lexer state is
-  ``row_from_state[k]`` from row ``k-1``; rows ``< n_rows_mem`` still hold that
-  data, so re-scanning the same lexeme at the same place re-pushes the row in
-  O(1) ("reuse a row already built for the same lexeme at the same position");
+* row ``k`` was built from row ``k-1`` by scanning the terminal set
+  ``row_scanned[k]`` (the lexeme's accepting terminals that row ``k-1``
+  expected); rows ``< n_rows_mem`` still hold that data, so scanning a lexeme
+  with the same terminal set at the same place re-pushes the row in O(1).  The
+  key is the terminal set, not the lexer state: lexemes that end in different
+  lexer states but are accepted by the same terminals (``countx`` and ``count``
+  as identifiers) build the same row, and the mask path scans many of them in a
+  row from the same place;
 * nullable nonterminals are handled the Aycock-Horspool way: predicting a
   nullable ``A`` also advances the predicting item over ``A``, so completions
   with origin equal to the current row never need to look back;
@@ -23,14 +27,18 @@ Invariants:
   parser; the limit turns a hang into a clear error).
 """
 
-from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memset, memcpy
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memset, memcpy, memcmp
 
 import numpy as np
 
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from cfgmask._fast._lexer cimport LazyDFA
 from cfgmask.errors import BudgetExceeded
+
+
+cdef enum:
+    STAMP_SLOTS = 8192    # canonical-stamp table slots per row stack (a power of two)
 
 
 cdef class CGrammar:
@@ -47,7 +55,8 @@ cdef class CGrammar:
         nt_start = np.zeros(N + 1, dtype=np.int32)
         nt_start[1:] = np.cumsum(counts)
         nullable = np.ascontiguousarray(grammar.nullable, dtype=np.uint8)
-        self._keep = (rhs, lhs, rstart, order, nt_start, nullable)
+        st_start, st_ptrs, lc_start, lc_nts = _prediction_tables(rhs, lhs, rstart, nullable, T, N)
+        self._keep = (rhs, lhs, rstart, order, nt_start, nullable, st_start, st_ptrs, lc_start, lc_nts)
         cdef const int32_t[::1] v_rhs = rhs
         cdef const int32_t[::1] v_lhs = lhs
         cdef const int32_t[::1] v_rstart = rstart
@@ -60,10 +69,66 @@ cdef class CGrammar:
         self.nt_rules = &v_order[0]
         self.nt_rules_start = &v_nts[0]
         self.nullable = &v_null[0]
+        v_nts = st_start
+        self.static_start = &v_nts[0]
+        v_nts = st_ptrs
+        self.static_ptrs = &v_nts[0]
+        v_nts = lc_start
+        self.lc_start = &v_nts[0]
+        v_nts = lc_nts
+        self.lc_nts = &v_nts[0]
         self.n_terminals = T
         self.n_words = max(1, (T + 63) // 64)
         self.start_end_ptr = int(rstart[grammar.start_rule]) + 1
         self.max_items_per_row = max_items_per_row
+
+
+def _prediction_tables(rhs, lhs, rstart, nullable, T, N):
+    """What predicting a nonterminal adds to a row, computed once per grammar.
+
+    ``static[B]``: the items of B's rules with the dot at the start and after
+    every nullable prefix (the complete position too when the whole rule is
+    nullable), i.e. everything predicting B adds with origin = the current row.
+    ``lc[A]``: the nonterminals predicted, transitively, when A is (A first).
+    """
+    rules_of = [[] for _ in range(N)]
+    for r, a in enumerate(lhs.tolist()):
+        rules_of[a - T].append(r)
+    rhs_l = rhs.tolist()
+    static, first = [], []
+    for b in range(N):
+        items, nts = [], []
+        for r in rules_of[b]:
+            p = int(rstart[r])
+            while True:
+                items.append(p)
+                sym = rhs_l[p]
+                if sym >= T:
+                    nts.append(sym - T)
+                if sym < 0 or not nullable[sym]:
+                    break
+                p += 1
+        static.append(items)
+        first.append(nts)
+    lc = []
+    for a in range(N):
+        seen, order = {a}, [a]
+        for x in order:
+            for c in first[x]:
+                if c not in seen:
+                    seen.add(c)
+                    order.append(c)
+        lc.append(order)
+
+    def csr(lists):
+        start = np.zeros(len(lists) + 1, dtype=np.int32)
+        start[1:] = np.cumsum([len(x) for x in lists])
+        flat = np.array([v for x in lists for v in x] or [0], dtype=np.int32)
+        return start, flat
+
+    st_start, st_ptrs = csr(static)
+    lc_start, lc_nts = csr(lc)
+    return st_start, st_ptrs, lc_start, lc_nts
 
 
 cdef class Rows:
@@ -80,21 +145,29 @@ cdef class Rows:
         self.wait_cap = 1024
         self.wait = <int32_t*>malloc(sizeof(int32_t) * self.wait_cap)
         self.row_lex_start = <int32_t*>malloc(sizeof(int32_t) * self.rows_cap)
-        self.row_from_state = <int32_t*>malloc(sizeof(int32_t) * self.rows_cap)
+        self.row_scanned = <uint64_t*>malloc(sizeof(uint64_t) * self.rows_cap * g.n_words)
         self.row_accepting = <uint8_t*>malloc(self.rows_cap)
         self.row_expected = <uint64_t*>malloc(sizeof(uint64_t) * self.rows_cap * g.n_words)
         self.seen_cap = 256
         self.seen_keys = <int64_t*>malloc(sizeof(int64_t) * self.seen_cap)
+        self.seen_gen = <uint32_t*>calloc(self.seen_cap, sizeof(uint32_t))
+        self.row_stamp = <uint64_t*>malloc(sizeof(uint64_t) * self.rows_cap)
         n_nt = len(g._keep[4]) - 1
         self.predicted_gen = <uint32_t*>malloc(sizeof(uint32_t) * max(1, n_nt))
         self.scratch_bits = <uint64_t*>malloc(sizeof(uint64_t) * g.n_words)
         if (self.items == NULL or self.row_start == NULL or self.wait == NULL or self.row_wait_start == NULL or self.row_lex_start == NULL
-                or self.row_from_state == NULL or self.row_accepting == NULL
-                or self.row_expected == NULL or self.seen_keys == NULL
+                or self.row_scanned == NULL or self.row_accepting == NULL
+                or self.row_expected == NULL or self.seen_keys == NULL or self.seen_gen == NULL
+                or self.row_stamp == NULL
                 or self.predicted_gen == NULL or self.scratch_bits == NULL):
             raise MemoryError()
         memset(self.predicted_gen, 0, sizeof(uint32_t) * max(1, n_nt))
         self.gen = 0
+        self.next_stamp = 2
+        self.stamp_keys = <uint64_t*>calloc(STAMP_SLOTS * (g.n_words + 1), sizeof(uint64_t))
+        self.stamp_vals = <uint64_t*>calloc(STAMP_SLOTS, sizeof(uint64_t))
+        if self.stamp_keys == NULL or self.stamp_vals == NULL:
+            raise MemoryError()
         self.reset()
 
     def __dealloc__(self):
@@ -103,10 +176,14 @@ cdef class Rows:
         free(self.row_wait_start)
         free(self.wait)
         free(self.row_lex_start)
-        free(self.row_from_state)
+        free(self.row_scanned)
         free(self.row_accepting)
         free(self.row_expected)
         free(self.seen_keys)
+        free(self.seen_gen)
+        free(self.row_stamp)
+        free(self.stamp_keys)
+        free(self.stamp_vals)
         free(self.predicted_gen)
         free(self.scratch_bits)
 
@@ -117,23 +194,47 @@ cdef class Rows:
         self.row_start[1] = 0
         self.row_wait_start[0] = 0
         self._begin_row(0)
-        self._add(self.g.rule_rhs_start[0], 0)
+        self._predict(0, 0)
         self._close_row(0)
-        self.row_from_state[0] = -1
+        memset(self.row_scanned, 0, sizeof(uint64_t) * self.g.n_words)
+        self.row_stamp[0] = 1
         self._finish_row(0)
         self.n_rows = 1
         self.n_rows_mem = 1
         return 0
 
     cdef int _begin_row(self, int32_t k) except -1:
+        # a new generation empties the dedup table and the prediction stamps at once
         self.gen += 1
         if self.gen == 0:  # wrapped: clear stamps
             memset(self.predicted_gen, 0, sizeof(uint32_t) * (len(self.g._keep[4]) - 1 or 1))
+            memset(self.seen_gen, 0, sizeof(uint32_t) * self.seen_cap)
             self.gen = 1
-        cdef int32_t i
-        for i in range(self.seen_cap):
-            self.seen_keys[i] = -1
         return 0
+
+    cdef uint64_t _stamp_for(self, int32_t r, const uint64_t* scanned) except 0:
+        """The stamp of the row built from row ``r`` by scanning ``scanned``.
+
+        Stamps name row *contents*: a row is determined by its parent row and
+        the scanned set, so rebuilding the same row gives it the same stamp
+        again (while its entry survives in this bounded table; an evicted
+        entry only costs a fresh stamp, never a wrong one).
+        """
+        cdef int W = self.g.n_words
+        cdef uint64_t parent = self.row_stamp[r]
+        cdef uint64_t h = parent * 0x9E3779B97F4A7C15ULL
+        cdef int w
+        for w in range(W):
+            h = (h ^ scanned[w]) * 0xFF51AFD7ED558CCDULL
+        cdef int64_t slot = <int64_t>((h >> 32) & (STAMP_SLOTS - 1))
+        cdef uint64_t* key = &self.stamp_keys[slot * (W + 1)]
+        if self.stamp_vals[slot] and key[0] == parent and memcmp(&key[1], scanned, sizeof(uint64_t) * W) == 0:
+            return self.stamp_vals[slot]
+        key[0] = parent
+        memcpy(&key[1], scanned, sizeof(uint64_t) * W)
+        self.stamp_vals[slot] = self.next_stamp
+        self.next_stamp += 1
+        return self.stamp_vals[slot]
 
     cdef int _grow_rows(self) except -1:
         cdef int32_t newcap = self.rows_cap * 2
@@ -150,10 +251,10 @@ cdef class Rows:
         if p1 == NULL:
             raise MemoryError()
         self.row_lex_start = p1
-        p2 = <int32_t*>realloc(self.row_from_state, sizeof(int32_t) * newcap)
+        p2 = <uint64_t*>realloc(self.row_scanned, sizeof(uint64_t) * newcap * W)
         if p2 == NULL:
             raise MemoryError()
-        self.row_from_state = p2
+        self.row_scanned = p2
         p3 = <uint8_t*>realloc(self.row_accepting, newcap)
         if p3 == NULL:
             raise MemoryError()
@@ -162,6 +263,10 @@ cdef class Rows:
         if p4 == NULL:
             raise MemoryError()
         self.row_expected = p4
+        p6 = <uint64_t*>realloc(self.row_stamp, sizeof(uint64_t) * newcap)
+        if p6 == NULL:
+            raise MemoryError()
+        self.row_stamp = p6
         self.rows_cap = newcap
         return 0
 
@@ -170,7 +275,8 @@ cdef class Rows:
         cdef int64_t key = (<int64_t>ptr << 32) | <uint32_t>origin
         cdef int32_t mask = self.seen_cap - 1
         cdef int32_t h = <int32_t>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 40) & mask
-        while self.seen_keys[h] != -1:
+        cdef uint32_t gen = self.gen
+        while self.seen_gen[h] == gen:
             if self.seen_keys[h] == key:
                 return 0
             h = (h + 1) & mask
@@ -192,26 +298,63 @@ cdef class Rows:
         self.items[end].origin = origin
         self.row_start[k + 1] = end + 1
         self.seen_keys[h] = key
+        self.seen_gen[h] = gen
         if (end + 1 - self.row_start[k]) * 2 > self.seen_cap:
             self._grow_seen(k)
         return 0
 
     cdef int _grow_seen(self, int32_t k) except -1:
         free(self.seen_keys)
+        free(self.seen_gen)
         self.seen_cap *= 2
         self.seen_keys = <int64_t*>malloc(sizeof(int64_t) * self.seen_cap)
-        if self.seen_keys == NULL:
+        self.seen_gen = <uint32_t*>calloc(self.seen_cap, sizeof(uint32_t))
+        if self.seen_keys == NULL or self.seen_gen == NULL:
             raise MemoryError()
         cdef int32_t i, h, mask = self.seen_cap - 1
         cdef int64_t key
-        for i in range(self.seen_cap):
-            self.seen_keys[i] = -1
         for i in range(self.row_start[k], self.row_start[k + 1]):
+            if self.items[i].origin == k:
+                continue        # predicted items are not in the table (see _predict)
             key = (<int64_t>self.items[i].ptr << 32) | <uint32_t>self.items[i].origin
             h = <int32_t>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 40) & mask
-            while self.seen_keys[h] != -1:
+            while self.seen_gen[h] == self.gen:
                 h = (h + 1) & mask
             self.seen_keys[h] = key
+            self.seen_gen[h] = self.gen
+        return 0
+
+    cdef int _predict(self, int32_t A, int32_t k) except -1:
+        """Add what predicting nonterminal ``A`` adds to row ``k`` (see ``_prediction_tables``).
+
+        These items all have origin ``k``; no other way of adding an item gives
+        origin ``k`` (scans and completions keep an older origin), so they need
+        no dedup beyond the per-nonterminal stamp, and ``_close_row`` skips them.
+        """
+        cdef CGrammar g = self.g
+        cdef int32_t q, B, j, end, n
+        for q in range(g.lc_start[A], g.lc_start[A + 1]):
+            B = g.lc_nts[q]
+            if self.predicted_gen[B] == self.gen:
+                continue
+            self.predicted_gen[B] = self.gen
+            n = g.static_start[B + 1] - g.static_start[B]
+            end = self.row_start[k + 1]
+            if end + n - self.row_start[k] > g.max_items_per_row:
+                raise BudgetExceeded(
+                    f"Earley row {k} exceeds {g.max_items_per_row} items "
+                    "(deep right recursion or a highly ambiguous grammar); raise max_items_per_row "
+                    "or rewrite the recursion")
+            while end + n >= self.items_cap:
+                p = <ItemC*>realloc(self.items, sizeof(ItemC) * self.items_cap * 2)
+                if p == NULL:
+                    raise MemoryError()
+                self.items = p
+                self.items_cap *= 2
+            for j in range(n):
+                self.items[end + j].ptr = g.static_ptrs[g.static_start[B] + j]
+                self.items[end + j].origin = k
+            self.row_start[k + 1] = end + n
         return 0
 
     cdef int _close_row(self, int32_t k) except -1:
@@ -219,28 +362,27 @@ cdef class Rows:
         cdef CGrammar g = self.g
         cdef int32_t T = g.n_terminals
         cdef int32_t i = self.row_start[k]
-        cdef int32_t ptr, sym, origin, A, j, jend, r, q
+        cdef int32_t ptr, sym, origin, A, j, jend, q
         while i < self.row_start[k + 1]:
-            ptr = self.items[i].ptr
             origin = self.items[i].origin
+            if origin == k:
+                i += 1          # a predicted item: its effects are in the prediction tables
+                continue
+            ptr = self.items[i].ptr
             sym = g.rhs[ptr]
             if sym < 0:
-                if origin != k:
-                    # only the origin row's waiting items can advance (right recursion
-                    # makes rows long with completed items; never rescan those)
-                    A = g.rule_lhs[-sym - 1]
-                    jend = self.row_wait_start[origin + 1]
-                    for q in range(self.row_wait_start[origin], jend):
-                        j = self.wait[q]
-                        if g.rhs[self.items[j].ptr] == A:
-                            self._add(self.items[j].ptr + 1, self.items[j].origin)
+                # only the origin row's waiting items can advance (right recursion
+                # makes rows long with completed items; never rescan those)
+                A = g.rule_lhs[-sym - 1]
+                jend = self.row_wait_start[origin + 1]
+                for q in range(self.row_wait_start[origin], jend):
+                    j = self.wait[q]
+                    if g.rhs[self.items[j].ptr] == A:
+                        self._add(self.items[j].ptr + 1, self.items[j].origin)
             elif sym >= T:
                 A = sym - T
                 if self.predicted_gen[A] != self.gen:
-                    self.predicted_gen[A] = self.gen
-                    for q in range(g.nt_rules_start[A], g.nt_rules_start[A + 1]):
-                        r = g.nt_rules[q]
-                        self._add(g.rule_rhs_start[r], k)
+                    self._predict(A, k)
                 if g.nullable[sym]:
                     self._add(ptr + 1, origin)
             i += 1
@@ -297,14 +439,15 @@ cdef class Rows:
         cdef uint64_t any = 0
         cdef const uint64_t* acc = &self.dfa.c.accept[<int64_t>lex_state * W]
         cdef const uint64_t* exp = &self.row_expected[<int64_t>r * W]
-        if k < self.n_rows_mem and self.row_from_state[k] == lex_state:
-            self.n_rows = k + 1
-            return 1
         for w in range(W):
             self.scratch_bits[w] = acc[w] & exp[w]
             any |= self.scratch_bits[w]
         if not any:
             return 0
+        if k < self.n_rows_mem and memcmp(&self.row_scanned[<int64_t>k * W], self.scratch_bits,
+                                          sizeof(uint64_t) * W) == 0:
+            self.n_rows = k + 1
+            return 1
         if k >= self.rows_cap:
             self._grow_rows()
         # row k starts where row r ends (row_start[k] is already that value)
@@ -316,7 +459,9 @@ cdef class Rows:
             if 0 <= sym < g.n_terminals and (self.scratch_bits[sym >> 6] >> (sym & 63)) & 1:
                 self._add(self.items[i].ptr + 1, self.items[i].origin)
         self._close_row(k)
-        self.row_from_state[k] = lex_state
+        self.n_builds += 1
+        memcpy(&self.row_scanned[<int64_t>k * W], self.scratch_bits, sizeof(uint64_t) * W)
+        self.row_stamp[k] = self._stamp_for(r, &self.row_scanned[<int64_t>k * W])
         self._finish_row(k)
         self.n_rows = k + 1
         self.n_rows_mem = k + 1
@@ -346,7 +491,11 @@ cdef class Rows:
         memcpy(r.items, self.items, sizeof(ItemC) * self.row_start[n])
         memcpy(r.row_start, self.row_start, sizeof(int32_t) * (n + 1))
         memcpy(r.row_lex_start, self.row_lex_start, sizeof(int32_t) * n)
-        memcpy(r.row_from_state, self.row_from_state, sizeof(int32_t) * n)
+        memcpy(r.row_scanned, self.row_scanned, sizeof(uint64_t) * n * W)
+        memcpy(r.row_stamp, self.row_stamp, sizeof(uint64_t) * n)
+        memcpy(r.stamp_keys, self.stamp_keys, sizeof(uint64_t) * STAMP_SLOTS * (W + 1))
+        memcpy(r.stamp_vals, self.stamp_vals, sizeof(uint64_t) * STAMP_SLOTS)
+        r.next_stamp = self.next_stamp
         memcpy(r.row_accepting, self.row_accepting, n)
         memcpy(r.row_expected, self.row_expected, sizeof(uint64_t) * n * W)
         r.n_rows = self.n_rows
@@ -358,6 +507,10 @@ cdef class Rows:
         """Items of row ``k`` as ``(ptr, origin)`` pairs."""
         return [(self.items[i].ptr, self.items[i].origin)
                 for i in range(self.row_start[k], self.row_start[k + 1])]
+
+    @property
+    def distinct_rows(self):
+        return self.next_stamp - 2
 
     @property
     def size(self):

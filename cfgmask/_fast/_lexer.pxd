@@ -1,20 +1,46 @@
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 cdef struct LexTablesC:
-    int32_t* trans        # [cap * n_classes]; -1 = unknown, 0 = dead
-    uint64_t* accept      # [cap * n_words] accepting-terminal bitsets
-    uint8_t* any_accept   # [cap]
-    uint8_t* restricted   # [cap] some accepting terminal has a trailing lookahead
-    int32_t* end_trans    # [cap * (n_classes + 1)] "ended before class c" state; -1 unknown
+    # Per union state; every array is allocated once for ``max_states`` states
+    # (calloc: pages are only committed when used), so a pointer read here stays
+    # valid while other threads add states.
+    int32_t* trans        # [max_states * n_classes] next state + 1; 0 = not computed yet
+    uint64_t* accept      # [max_states * n_words] accepting-terminal bitsets
+    uint8_t* any_accept   # [max_states]
+    int32_t* accept_id    # [max_states] id of the accepting-terminal set (equal sets, equal ids; 0 = none)
+    uint8_t* restricted   # [max_states] some accepting terminal has a trailing lookahead
+    int32_t* end_trans    # [max_states * (n_classes + 1)] "ended before class c" state + 1; 0 unknown
     int32_t n_states
-    int32_t cap
+    int32_t max_states
     int32_t n_classes
     int32_t n_words
     uint8_t class_of[256]
 
 cdef class LazyDFA:
     cdef LexTablesC c
-    cdef object builder
+    cdef object _keep
+    # terminal automata over the byte classes
+    cdef int32_t n_terms
+    cdef const int32_t** term_trans   # [T] -> [n_states_t * n_classes], -1 dead
+    cdef const uint8_t** term_acc     # [T] -> [n_states_t]
+    cdef const int32_t** term_forb    # [T] -> [n_states_t] row of forb_bits, -1 none
+    cdef const uint64_t* forb_bits    # [n_forb * fw] classes (n_classes = end of input) a lexeme may not end before
+    cdef int32_t fw
+    # product-state keys: (terminal, state) pairs, terminal ascending; "ended" keys start with -1
+    cdef int32_t* key_pool
+    cdef int64_t pool_n
+    cdef int64_t pool_cap
+    cdef int64_t* key_off             # [max_states]
+    cdef int32_t* key_len             # [max_states]
+    cdef int32_t* key_buf             # [2 * T + 1] scratch
+    cdef int32_t* h_vals              # state hash: state + 1, 0 empty
+    cdef uint64_t* h_hash
+    cdef int64_t h_cap
+    # accepting-set ids
+    cdef uint64_t* aset_keys          # [aset_cap * n_words]
+    cdef int32_t* aset_vals           # id + 1, 0 empty
+    cdef int64_t aset_cap
+    cdef int32_t n_asets
     # start-state cache: open addressing over allowed-set bitsets
     cdef uint64_t* start_keys      # [start_cap * n_words]
     cdef int32_t* start_vals       # [start_cap]; -1 empty
@@ -25,16 +51,17 @@ cdef class LazyDFA:
     cdef int32_t fill(self, int32_t s, uint8_t b) except -2
     cdef int32_t fill_end(self, int32_t s, int cls) except -2
     cdef int32_t start_for(self, const uint64_t* allowed) except -2
-    cdef int _add_state(self) except -1
-    cdef int _sync(self) except -1
+    cdef int32_t _intern(self, const int32_t* key, int32_t n) except -2
+    cdef int32_t _aset_id(self, const uint64_t* bits) except -2
     cdef int _grow_starts(self) except -1
+    cdef int _grow_hash(self) except -1
 
 
 cdef inline int32_t lex_step(LazyDFA dfa, int32_t s, uint8_t b) except -2:
-    """Next lexer state after byte ``b``; 0 = dead.  May call into Python once per new transition."""
+    """Next lexer state after byte ``b``; 0 = dead.  Computes a transition on first use."""
     cdef int32_t t = dfa.c.trans[<int64_t>s * dfa.c.n_classes + dfa.c.class_of[b]]
-    if t >= 0:
-        return t
+    if t:
+        return t - 1
     return dfa.fill(s, b)
 
 
@@ -45,6 +72,6 @@ cdef inline int32_t lex_end(LazyDFA dfa, int32_t s, int cls) except -2:
     if not dfa.c.restricted[s]:
         return s
     cdef int32_t t = dfa.c.end_trans[<int64_t>s * (dfa.c.n_classes + 1) + cls]
-    if t >= 0:
-        return t
+    if t:
+        return t - 1
     return dfa.fill_end(s, cls)

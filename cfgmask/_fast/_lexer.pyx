@@ -1,21 +1,31 @@
 # cython: language_level=3
-"""The lazy union DFA table (see ``cfgmask/lexer.py`` for what a state is).
+"""The lazy union automaton (see ``cfgmask/lexer.py`` for what a state is), in C.
+
+A union state is the tuple of still-live ``(terminal, terminal-DFA state)``
+pairs, terminals ascending; an "ended" state (the lexeme ended before a byte a
+trailing lookahead forbids) is the same with a leading ``-1``.  States are
+interned by their key in a hash table, so each is created once per compiled
+grammar, and every transition is computed once, in C, on first use.
 
 Invariants:
 
-* state 0 is dead: ``trans[0, *] == 0`` and it accepts nothing;
-* ``trans[s, c] == -1`` means "not computed yet": :meth:`LazyDFA.fill` asks
-  the Python ``UnionBuilder`` once and stores the answer, so the steady state
-  is one table read per byte;
-* the table only grows (``realloc``); callers must re-read ``c.trans`` after
-  any call that may fill, never keep the pointer across one;
-* start states are cached by allowed-terminal bitset in an open-addressing
-  table so that building an Earley row never touches a Python object once the
-  set has been seen.
+* state 0 is dead (the empty key): it steps to itself and accepts nothing;
+* ``trans[s * n_classes + c]`` holds the next state plus one, and ``0``
+  means "not computed yet" (the arrays come zeroed from calloc);
+* every per-state array is allocated once for ``max_states`` states, so a
+  pointer into it is never invalidated: the tables only ever gain entries;
+* a start state (the pairs ``(t, 0)`` of an allowed set) never accepts,
+  because no terminal matches the empty string;
+* every non-dead state can still reach an accepting state (each terminal DFA
+  is trimmed), so "live" and "not dead" are the same thing;
+* equal accepting-terminal sets get equal ``accept_id`` (0 = the empty set):
+  the mask caches group lexeme ends by it.
 """
 
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset, memcpy, memcmp
+
+import numpy as np
 
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint64_t
 
@@ -30,120 +40,289 @@ cdef inline uint64_t _hash_words(const uint64_t* w, int n) noexcept nogil:
     return h
 
 
-cdef class LazyDFA:
-    """Flat transition table of the union automaton, filled on demand."""
+cdef inline uint64_t _hash_key(const int32_t* k, int32_t n) noexcept nogil:
+    cdef uint64_t h = 14695981039346656037ULL ^ <uint64_t>n
+    cdef int32_t i
+    for i in range(n):
+        h ^= <uint32_t>k[i]
+        h *= 1099511628211ULL
+    return h ^ (h >> 31)
 
-    def __cinit__(self, builder, class_of_byte, int n_classes, int n_words, ignore_mask):
-        cdef int b, w
-        self.builder = builder
-        self.c.n_classes = n_classes
-        self.c.n_words = n_words
+
+cdef class LazyDFA:
+    """Transition table of the union automaton of a grammar's terminals, filled on demand."""
+
+    def __cinit__(self, spec, int max_states=200000):
+        cdef int32_t T = spec.n_terminals
+        cdef int nc = spec.n_classes
+        cdef int nw = spec.n_words
+        cdef int b, w, t
+        if max_states < 2:
+            raise ValueError("max_states must be at least 2")
+        self.n_terms = T
+        self.c.n_classes = nc
+        self.c.n_words = nw
+        self.c.max_states = max_states
         for b in range(256):
-            self.c.class_of[b] = <uint8_t>int(class_of_byte[b])
-        self.c.cap = 64
-        self.c.n_states = 0
-        self.c.trans = <int32_t*>malloc(sizeof(int32_t) * self.c.cap * n_classes)
-        self.c.accept = <uint64_t*>malloc(sizeof(uint64_t) * self.c.cap * n_words)
-        self.c.any_accept = <uint8_t*>malloc(self.c.cap)
-        self.c.restricted = <uint8_t*>malloc(self.c.cap)
-        self.c.end_trans = <int32_t*>malloc(sizeof(int32_t) * self.c.cap * (n_classes + 1))
+            self.c.class_of[b] = <uint8_t>int(spec.class_of_byte[b])
+        # terminal tables: keep numpy arrays alive, store raw pointers
+        self.fw = (nc + 1 + 63) // 64
+        trans_arrs, acc_arrs, forb_arrs, forb_rows = [], [], [], []
+        for t in range(T):
+            tab = np.ascontiguousarray(spec.class_tables[t], dtype=np.int32).reshape(-1)
+            acc = np.ascontiguousarray(spec.accepting[t], dtype=np.uint8)
+            forb = np.full(acc.shape[0], -1, dtype=np.int32)
+            for st, classes in spec.end_forbidden[t].items():
+                row = np.zeros(self.fw, dtype=np.uint64)
+                for cls in classes:
+                    row[cls >> 6] |= np.uint64(1) << np.uint64(cls & 63)
+                forb[st] = len(forb_rows)
+                forb_rows.append(row)
+            trans_arrs.append(tab)
+            acc_arrs.append(acc)
+            forb_arrs.append(forb)
+        forb_bits = (np.concatenate(forb_rows) if forb_rows else np.zeros(1, dtype=np.uint64))
+        self._keep = (trans_arrs, acc_arrs, forb_arrs, forb_bits)
+        self.term_trans = <const int32_t**>malloc(sizeof(int32_t*) * max(1, T))
+        self.term_acc = <const uint8_t**>malloc(sizeof(uint8_t*) * max(1, T))
+        self.term_forb = <const int32_t**>malloc(sizeof(int32_t*) * max(1, T))
+        if self.term_trans == NULL or self.term_acc == NULL or self.term_forb == NULL:
+            raise MemoryError()
+        cdef const int32_t[::1] v_i32
+        cdef const uint8_t[::1] v_u8
+        cdef const uint64_t[::1] v_u64
+        for t in range(T):
+            v_i32 = trans_arrs[t]
+            self.term_trans[t] = &v_i32[0] if trans_arrs[t].size else NULL
+            v_u8 = acc_arrs[t]
+            self.term_acc[t] = &v_u8[0]
+            v_i32 = forb_arrs[t]
+            self.term_forb[t] = &v_i32[0]
+        v_u64 = forb_bits
+        self.forb_bits = &v_u64[0]
+        # per-state tables, sized once
+        self.c.trans = <int32_t*>calloc(<size_t>max_states * nc, sizeof(int32_t))
+        self.c.accept = <uint64_t*>calloc(<size_t>max_states * nw, sizeof(uint64_t))
+        self.c.any_accept = <uint8_t*>calloc(max_states, 1)
+        self.c.accept_id = <int32_t*>calloc(max_states, sizeof(int32_t))
+        self.c.restricted = <uint8_t*>calloc(max_states, 1)
+        self.c.end_trans = <int32_t*>calloc(<size_t>max_states * (nc + 1), sizeof(int32_t))
+        self.key_off = <int64_t*>calloc(max_states, sizeof(int64_t))
+        self.key_len = <int32_t*>calloc(max_states, sizeof(int32_t))
+        self.key_buf = <int32_t*>malloc(sizeof(int32_t) * (2 * T + 2))
+        self.pool_cap = 1024
+        self.key_pool = <int32_t*>malloc(sizeof(int32_t) * self.pool_cap)
+        self.h_cap = 1024
+        self.h_vals = <int32_t*>calloc(self.h_cap, sizeof(int32_t))
+        self.h_hash = <uint64_t*>calloc(self.h_cap, sizeof(uint64_t))
+        self.aset_cap = 256
+        self.aset_keys = <uint64_t*>calloc(self.aset_cap * nw, sizeof(uint64_t))
+        self.aset_vals = <int32_t*>calloc(self.aset_cap, sizeof(int32_t))
         self.start_cap = 64
         self.start_count = 0
-        self.start_keys = <uint64_t*>malloc(sizeof(uint64_t) * self.start_cap * n_words)
+        self.start_keys = <uint64_t*>malloc(sizeof(uint64_t) * self.start_cap * nw)
         self.start_vals = <int32_t*>malloc(sizeof(int32_t) * self.start_cap)
-        self.ignore_bits = <uint64_t*>malloc(sizeof(uint64_t) * n_words)
+        self.ignore_bits = <uint64_t*>malloc(sizeof(uint64_t) * nw)
         if (self.c.trans == NULL or self.c.accept == NULL or self.c.any_accept == NULL
-                or self.c.restricted == NULL or self.c.end_trans == NULL
+                or self.c.accept_id == NULL or self.c.restricted == NULL or self.c.end_trans == NULL
+                or self.key_off == NULL or self.key_len == NULL or self.key_buf == NULL
+                or self.key_pool == NULL or self.h_vals == NULL or self.h_hash == NULL
+                or self.aset_keys == NULL or self.aset_vals == NULL
                 or self.start_keys == NULL or self.start_vals == NULL or self.ignore_bits == NULL):
-            raise MemoryError()
+            raise MemoryError(f"cannot reserve lexer tables for {max_states} states")
         for b in range(self.start_cap):
             self.start_vals[b] = -1
-        for w in range(n_words):
+        ignore_mask = int(spec.ignore_mask)
+        for w in range(nw):
             self.ignore_bits[w] = <uint64_t>((ignore_mask >> (64 * w)) & 0xFFFFFFFFFFFFFFFF)
-        # state 0: dead, loops to itself
-        self._add_state()
-        for b in range(n_classes):
-            self.c.trans[b] = 0
-        self._sync()
+        # the empty accepting set is id 0; the empty key is the dead state 0
+        self._aset_id(self.c.accept)    # row 0 of accept is all zero
+        self._intern(self.key_buf, 0)
+        for b in range(nc):
+            self.c.trans[b] = 1     # dead -> dead
 
     def __dealloc__(self):
+        free(self.term_trans)
+        free(self.term_acc)
+        free(self.term_forb)
         free(self.c.trans)
         free(self.c.accept)
         free(self.c.any_accept)
+        free(self.c.accept_id)
         free(self.c.restricted)
         free(self.c.end_trans)
+        free(self.key_off)
+        free(self.key_len)
+        free(self.key_buf)
+        free(self.key_pool)
+        free(self.h_vals)
+        free(self.h_hash)
+        free(self.aset_keys)
+        free(self.aset_vals)
         free(self.start_keys)
         free(self.start_vals)
         free(self.ignore_bits)
 
-    cdef int _add_state(self) except -1:
-        """Append one state row (all transitions unknown); accept bits set by ``_sync``."""
-        cdef int32_t s = self.c.n_states
-        cdef int32_t newcap
-        cdef int i
-        if s == self.c.cap:
-            newcap = self.c.cap * 2
-            p1 = <int32_t*>realloc(self.c.trans, sizeof(int32_t) * newcap * self.c.n_classes)
-            if p1 == NULL:
+    # ---- interning --------------------------------------------------------
+    cdef int32_t _aset_id(self, const uint64_t* bits) except -2:
+        """Id of an accepting-terminal set (``n_words`` words), assigned on first sight."""
+        cdef int nw = self.c.n_words
+        cdef int64_t mask, i, j, newcap
+        cdef uint64_t* nk
+        cdef int32_t* nv
+        if (self.n_asets + 1) * 2 > self.aset_cap:
+            newcap = self.aset_cap * 2
+            nk = <uint64_t*>calloc(newcap * nw, sizeof(uint64_t))
+            nv = <int32_t*>calloc(newcap, sizeof(int32_t))
+            if nk == NULL or nv == NULL:
                 raise MemoryError()
-            self.c.trans = p1
-            p2 = <uint64_t*>realloc(self.c.accept, sizeof(uint64_t) * newcap * self.c.n_words)
-            if p2 == NULL:
+            for i in range(self.aset_cap):
+                if self.aset_vals[i]:
+                    j = <int64_t>(_hash_words(&self.aset_keys[i * nw], nw) & <uint64_t>(newcap - 1))
+                    while nv[j]:
+                        j = (j + 1) & (newcap - 1)
+                    memcpy(&nk[j * nw], &self.aset_keys[i * nw], sizeof(uint64_t) * nw)
+                    nv[j] = self.aset_vals[i]
+            free(self.aset_keys)
+            free(self.aset_vals)
+            self.aset_keys = nk
+            self.aset_vals = nv
+            self.aset_cap = newcap
+        mask = self.aset_cap - 1
+        i = <int64_t>(_hash_words(bits, nw) & <uint64_t>mask)
+        while self.aset_vals[i]:
+            if memcmp(&self.aset_keys[i * nw], bits, sizeof(uint64_t) * nw) == 0:
+                return self.aset_vals[i] - 1
+            i = (i + 1) & mask
+        memcpy(&self.aset_keys[i * nw], bits, sizeof(uint64_t) * nw)
+        self.aset_vals[i] = self.n_asets + 1
+        self.n_asets += 1
+        return self.n_asets - 1
+
+    cdef int32_t _intern(self, const int32_t* key, int32_t n) except -2:
+        """The state with key ``key[:n]``, created (with its accepting set) if new."""
+        cdef uint64_t h = _hash_key(key, n)
+        cdef int64_t mask = self.h_cap - 1
+        cdef int64_t i = <int64_t>(h & <uint64_t>mask)
+        cdef int32_t s, j, t, st, f
+        cdef int64_t off
+        cdef bint ended = n & 1
+        cdef uint64_t any = 0
+        cdef uint8_t restricted = 0
+        cdef uint64_t* acc
+        while self.h_vals[i]:
+            s = self.h_vals[i] - 1
+            if (self.h_hash[i] == h and self.key_len[s] == n
+                    and memcmp(&self.key_pool[self.key_off[s]], key, sizeof(int32_t) * n) == 0):
+                return s
+            i = (i + 1) & mask
+        s = self.c.n_states
+        if s >= self.c.max_states:
+            from cfgmask.errors import BudgetExceeded
+            raise BudgetExceeded(f"lexer: more than {self.c.max_states} union-automaton states "
+                                 "(raise Limits.max_lexer_states, or make terminals overlap less)")
+        # store the key
+        if self.pool_n + n > self.pool_cap:
+            while self.pool_n + n > self.pool_cap:
+                self.pool_cap *= 2
+            p = <int32_t*>realloc(self.key_pool, sizeof(int32_t) * self.pool_cap)
+            if p == NULL:
                 raise MemoryError()
-            self.c.accept = p2
-            p3 = <uint8_t*>realloc(self.c.any_accept, newcap)
-            if p3 == NULL:
-                raise MemoryError()
-            self.c.any_accept = p3
-            p4 = <uint8_t*>realloc(self.c.restricted, newcap)
-            if p4 == NULL:
-                raise MemoryError()
-            self.c.restricted = p4
-            p5 = <int32_t*>realloc(self.c.end_trans, sizeof(int32_t) * newcap * (self.c.n_classes + 1))
-            if p5 == NULL:
-                raise MemoryError()
-            self.c.end_trans = p5
-            self.c.cap = newcap
-        for i in range(self.c.n_classes):
-            self.c.trans[<int64_t>s * self.c.n_classes + i] = -1
-        memset(&self.c.accept[<int64_t>s * self.c.n_words], 0, sizeof(uint64_t) * self.c.n_words)
-        self.c.any_accept[s] = 0
-        self.c.restricted[s] = 0
-        for i in range(self.c.n_classes + 1):
-            self.c.end_trans[<int64_t>s * (self.c.n_classes + 1) + i] = -1
+            self.key_pool = p
+        off = self.pool_n
+        memcpy(&self.key_pool[off], key, sizeof(int32_t) * n)
+        self.pool_n += n
+        self.key_off[s] = off
+        self.key_len[s] = n
+        # accepting set, lookahead restriction
+        acc = &self.c.accept[<int64_t>s * self.c.n_words]
+        for j in range(ended, n, 2):
+            t = key[j]
+            st = key[j + 1]
+            if self.term_acc[t][st]:
+                acc[t >> 6] |= (<uint64_t>1) << (t & 63)
+                if self.term_forb[t][st] >= 0:
+                    restricted = 1
+        for j in range(self.c.n_words):
+            any |= acc[j]
+        self.c.any_accept[s] = 1 if any else 0
+        self.c.restricted[s] = 0 if ended else restricted
+        self.c.accept_id[s] = self._aset_id(acc)
         self.c.n_states = s + 1
+        # insert (grow the hash at 50% load)
+        self.h_vals[i] = s + 1
+        self.h_hash[i] = h
+        if (<int64_t>s + 1) * 2 > self.h_cap:
+            self._grow_hash()
+        return s
+
+    cdef int _grow_hash(self) except -1:
+        cdef int64_t newcap = self.h_cap * 2
+        cdef int32_t* nv = <int32_t*>calloc(newcap, sizeof(int32_t))
+        cdef uint64_t* nh = <uint64_t*>calloc(newcap, sizeof(uint64_t))
+        cdef int64_t i, j
+        if nv == NULL or nh == NULL:
+            raise MemoryError()
+        for i in range(self.h_cap):
+            if self.h_vals[i]:
+                j = <int64_t>(self.h_hash[i] & <uint64_t>(newcap - 1))
+                while nv[j]:
+                    j = (j + 1) & (newcap - 1)
+                nv[j] = self.h_vals[i]
+                nh[j] = self.h_hash[i]
+        free(self.h_vals)
+        free(self.h_hash)
+        self.h_vals = nv
+        self.h_hash = nh
+        self.h_cap = newcap
         return 0
 
-    cdef int _sync(self) except -1:
-        """Copy rows for states the builder created since the last call."""
-        cdef int32_t s
-        cdef int w
-        cdef uint64_t any
-        while self.c.n_states < len(self.builder.keys):
-            s = self.c.n_states
-            self._add_state()
-            words = self.builder.accept_words(s)
-            any = 0
-            for w in range(self.c.n_words):
-                self.c.accept[<int64_t>s * self.c.n_words + w] = <uint64_t>words[w]
-                any |= <uint64_t>words[w]
-            self.c.any_accept[s] = 1 if any else 0
-            self.c.restricted[s] = 1 if self.builder.restricted[s] else 0
-        # the dead state row must stay all-dead
-        return 0
-
+    # ---- transitions --------------------------------------------------------
     cdef int32_t fill(self, int32_t s, uint8_t b) except -2:
+        """Compute and store the transition of ``s`` on ``b``'s class."""
         cdef int cls = self.c.class_of[b]
-        cdef int32_t t = <int32_t>self.builder.step(s, cls)
-        self._sync()
-        self.c.trans[<int64_t>s * self.c.n_classes + cls] = t
-        return t
+        cdef int nc = self.c.n_classes
+        cdef int32_t n = self.key_len[s]
+        cdef const int32_t* key = &self.key_pool[self.key_off[s]]
+        cdef int32_t j, t, nxt, m = 0
+        cdef int32_t r
+        if n & 1:
+            r = 0                       # an ended state is only scanned, never stepped
+        else:
+            for j in range(0, n, 2):
+                t = key[j]
+                nxt = self.term_trans[t][<int64_t>key[j + 1] * nc + cls]
+                if nxt >= 0:
+                    self.key_buf[m] = t
+                    self.key_buf[m + 1] = nxt
+                    m += 2
+            r = self._intern(self.key_buf, m)
+        self.c.trans[<int64_t>s * nc + cls] = r + 1
+        return r
 
     cdef int32_t fill_end(self, int32_t s, int cls) except -2:
-        cdef int32_t t = <int32_t>self.builder.end(s, cls)
-        self._sync()
-        self.c.end_trans[<int64_t>s * (self.c.n_classes + 1) + cls] = t
-        return t
+        """The state whose accepting terminals are those of ``s`` that may end before
+        a byte of class ``cls`` (``n_classes``: end of input); 0 if none."""
+        cdef int32_t n = self.key_len[s]
+        cdef int32_t j, t, st, f, m = 1
+        cdef int32_t r
+        # re-read the key pointer after each intern (the pool may move)
+        cdef const int32_t* key = &self.key_pool[self.key_off[s]]
+        self.key_buf[0] = -1
+        for j in range(n & 1, n, 2):
+            t = key[j]
+            st = key[j + 1]
+            if not self.term_acc[t][st]:
+                continue
+            f = self.term_forb[t][st]
+            if f >= 0 and (self.forb_bits[<int64_t>f * self.fw + (cls >> 6)] >> (cls & 63)) & 1:
+                continue
+            self.key_buf[m] = t
+            self.key_buf[m + 1] = st
+            m += 2
+        r = self._intern(self.key_buf, m) if m > 1 else 0
+        self.c.end_trans[<int64_t>s * (self.c.n_classes + 1) + cls] = r + 1
+        return r
 
     cdef int32_t start_for(self, const uint64_t* allowed) except -2:
         """Start state of the union automaton for ``allowed`` (n_words uint64)."""
@@ -151,16 +330,17 @@ cdef class LazyDFA:
         cdef uint64_t h = _hash_words(allowed, n)
         cdef int32_t mask = self.start_cap - 1
         cdef int32_t i = <int32_t>(h & mask)
+        cdef int32_t t, m = 0
         while self.start_vals[i] >= 0:
             if memcmp(&self.start_keys[<int64_t>i * n], allowed, sizeof(uint64_t) * n) == 0:
                 return self.start_vals[i]
             i = (i + 1) & mask
-        # miss: ask Python, then insert (growing at 50% load)
-        value = 0
-        for w in range(n):
-            value |= (<object>allowed[w]) << (64 * w)
-        cdef int32_t sid = <int32_t>self.builder.start(value)
-        self._sync()
+        for t in range(self.n_terms):
+            if (allowed[t >> 6] >> (t & 63)) & 1:
+                self.key_buf[m] = t
+                self.key_buf[m + 1] = 0
+                m += 2
+        cdef int32_t sid = self._intern(self.key_buf, m)
         if (self.start_count + 1) * 2 > self.start_cap:
             self._grow_starts()
             mask = self.start_cap - 1
@@ -213,6 +393,17 @@ cdef class LazyDFA:
 
     def py_accepting(self, int s):
         return bool(self.c.any_accept[s])
+
+    def key(self, int s):
+        """The key of state ``s``: ``(terminal, state)`` pairs (``-1`` first for an ended state)."""
+        if not 0 <= s < self.c.n_states:
+            raise IndexError(s)
+        return tuple(self.key_pool[self.key_off[s] + j] for j in range(self.key_len[s]))
+
+    def describe(self, int s, names):
+        """Readable form of state ``s`` with terminal ``names``: ``{NAME@state, ...}``."""
+        k = self.key(s)
+        return "{" + ", ".join(f"{names[k[i]]}@{k[i + 1]}" for i in range(len(k) & 1, len(k), 2)) + "}"
 
     @property
     def n_states(self):

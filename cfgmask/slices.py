@@ -1,0 +1,426 @@
+"""Lexeme slices: token sets the mask path can add in bulk instead of walking.
+
+A *slice* is a byte language ``L`` with its token set ``{t : t is a prefix of
+some string of L}`` (a token may end in the middle of a character or of a
+lexeme: every token that "never dies" in the slice automaton).  If, from a
+lexer state ``q``, every string of ``L`` keeps the pending lexeme alive
+(``L ⊆ Live(q)``, checked once per ``(q, slice)`` by the runtime), then every
+token of the slice is allowed by ``q`` alone and its bitmask is ORed in
+without visiting one trie node.  Slices come from the grammar's own
+terminals:
+
+* **prefix slices** ``P_T``: the prefixes of terminal ``T`` (an identifier,
+  a number, a string).  A lexeme start that allows ``T`` contains ``P_T``.
+* **run slices** ``X+`` / ``X{1,k}``: repetitions of one character class
+  inside a terminal (identifier tails, string and comment bodies, digit and
+  whitespace runs), with bounded variants (``k`` = 4, 8, 16 and the bound
+  itself) so that bounded repetitions (``{0,30}``) benefit too.
+* **cross slices** ``c·P_T``: one byte ``c`` that is a whole ``%ignore``
+  lexeme (a space, a newline) followed by a prefix of ``T``.  With a 128k
+  vocabulary about a third of all tokens are a space and a word; they cross a
+  lexeme boundary, so no lexer state contains them, but after the space ends
+  the parser is unchanged and the next lexeme starts fresh, so the runtime
+  settles all of them with one containment check of ``P_T`` at that start.
+
+Layout (what :func:`build` returns, what ``_fast/_matcher.pyx`` reads):
+
+* the slices form a **containment tree** by token set (a child's tokens are a
+  subset of its parent's; siblings are disjoint, overlaps are cut off the later
+  one, which only shrinks its token set, never its language); cross slices are
+  leaves;
+* every tree node has its own **filtered trie** holding its tokens minus its
+  children's; one more trie holds the tokens in no slice ("rest").  The tries
+  are laid end to end in one **forest** (each with its own root of depth 0) in
+  the same flat pre-order layout as :class:`~cfgmask.trie.TokTrie`;
+* ``bits[i]``: the bitmask (int32 words) of all tokens of slice ``i``,
+  children included.
+
+Invariant the runtime relies on: the forest holds every token of the trie
+exactly once, so walking the rest trie and the tries of the slices not
+contained visits every token whose fate is not already settled.
+"""
+
+import hashlib
+
+import numpy as np
+
+from . import regex as _rx
+from . import unicode_tables as ut
+from .errors import GrammarError
+
+MIN_SLICE_TOKENS = 256        # smaller slices do not pay for their trie and check
+MIN_SLICE_FRACTION = 0.004    # ... nor below this share of the vocabulary
+MAX_SLICES = 24
+BOUNDED_RUNS = (4, 8, 16)     # bounded variants of each run slice
+
+
+class Slice:
+    """One slice: a name, its automaton (a :class:`~cfgmask.regex.ByteDFA`) and,
+    for a cross slice, the leading byte and the automaton of what follows it."""
+
+    def __init__(self, name, dfa, lead=None, tail=None):
+        self.name = name
+        self.dfa = dfa
+        self.lead = lead      # cross slices: the ignore byte c
+        self.tail = tail      # cross slices: the DFA of P_T
+
+    def key(self):
+        h = hashlib.sha256()
+        for d in (self.dfa, self.tail):
+            if d is not None:
+                h.update(np.ascontiguousarray(d.trans, dtype=np.int32).tobytes())
+        h.update(bytes([0 if self.lead is None else 1, self.lead or 0]))
+        return h.hexdigest()
+
+    def __repr__(self):
+        return f"<Slice {self.name}>"
+
+
+# ---------------------------------------------------------------- derivation
+
+def _prefix_dfa(dfa):
+    """``dfa`` read as a prefix language: every live state accepts."""
+    return _rx.ByteDFA(dfa.trans.copy(), np.ones(dfa.n_states, dtype=np.bool_),
+                       pattern=f"prefixes of {dfa.pattern}", name=dfa.name)
+
+
+def _prepend(byte, dfa):
+    """The DFA of ``bytes([byte]) + L(dfa)`` (prefix semantics)."""
+    n = dfa.n_states
+    trans = np.full((n + 1, 256), -1, dtype=np.int32)
+    trans[0, byte] = 1
+    trans[1:] = np.where(dfa.trans >= 0, dfa.trans + 1, -1)
+    return _rx.ByteDFA(trans, np.ones(n + 1, dtype=np.bool_), pattern=f"{byte:#04x} then {dfa.pattern}",
+                       name=dfa.name)
+
+
+def _repeat_classes(pattern):
+    """``(code point ranges, max_count)`` of every repeat of one character class in
+    ``pattern`` (``max_count`` None when unbounded), from Python's own parser."""
+    out = []
+    try:
+        parsed = _rx._sre_parse.parse(pattern, 0)
+    except Exception:
+        return out
+
+    def visit(sub, flags):
+        for op, av in sub:
+            if op in (_rx.MAX_REPEAT, _rx.MIN_REPEAT):
+                lo, hi, body = av
+                ranges = _rx._one_char_ranges(body, flags)
+                if ranges is None and len(body) == 1 and body[0][0] is _rx.SUBPATTERN:
+                    body = body[0][1][3]
+                if ranges is None and len(body) == 1 and body[0][0] is _rx.BRANCH:
+                    # (?:[^"\\]|\\.)*: take the one-character alternatives
+                    parts = [_rx._one_char_ranges(alt, flags) for alt in body[0][1][1]]
+                    parts = [p for p in parts if p]
+                    ranges = ut.union(*parts) if parts else None
+                if ranges and hi != 1:
+                    out.append((tuple(ranges), None if hi == _rx.MAXREPEAT else int(hi)))
+                visit(body, flags)
+            elif op is _rx.SUBPATTERN:
+                _g, add, dele, body = av
+                visit(body, _rx._combine_flags(flags, add, dele))
+            elif op is _rx.BRANCH:
+                for alt in av[1]:
+                    visit(alt, flags)
+
+    visit(parsed, parsed.state.flags)
+    return out
+
+
+def _has_cycle(dfa):
+    """True when the DFA accepts infinitely many strings (a trimmed DFA with a cycle)."""
+    n = dfa.n_states
+    succ = [np.unique(dfa.trans[s][dfa.trans[s] >= 0]).tolist() for s in range(n)]
+    color = [0] * n
+    for root in range(n):
+        if color[root]:
+            continue
+        stack = [(root, iter(succ[root]))]
+        color[root] = 1
+        while stack:
+            node, it = stack[-1]
+            for nxt in it:
+                if color[nxt] == 1:
+                    return True
+                if color[nxt] == 0:
+                    color[nxt] = 1
+                    stack.append((nxt, iter(succ[nxt])))
+                    break
+            else:
+                color[node] = 2
+                stack.pop()
+    return False
+
+
+def _class_regex(ranges):
+    esc = _rx._escape_code_point
+    return "[" + "".join(esc(a) if a == b else esc(a) + "-" + esc(b) for a, b in ranges) + "]"
+
+
+def derive(grammar, lexer_spec):
+    """Candidate slices of a grammar (not yet filtered by token counts)."""
+    out, seen = [], set()
+
+    def add(s):
+        k = s.key()
+        if k not in seen:
+            seen.add(k)
+            out.append(s)
+
+    prefix, runs = {}, set()
+    for t, dfa in enumerate(lexer_spec.dfas):
+        name = grammar.terminal_names[t]
+        if dfa.has_follow_restrictions or not _has_cycle(dfa):
+            continue   # a lookahead decides where the lexeme ends; a keyword is too small to pay
+        p = Slice(f"P[{name}]", _prefix_dfa(dfa))
+        prefix[t] = p
+        add(p)
+        for ranges, hi in _repeat_classes(grammar.terminal_patterns[t]):
+            if (ranges, hi) in runs:
+                continue
+            runs.add((ranges, hi))
+            cls = _class_regex(ranges)
+            bounds = [k for k in BOUNDED_RUNS if hi is None or k < hi]
+            if hi is not None and hi > 1:
+                bounds.append(hi)
+            variants = [(f"{cls}+", f"run[{name}]+")] if hi is None else []
+            variants += [(f"{cls}{{1,{k}}}", f"run[{name}]{{1,{k}}}") for k in bounds]
+            for rx, label in variants:
+                try:
+                    d = _rx.compile_regex(rx, name=label, max_states=4096)
+                except GrammarError:
+                    continue
+                add(Slice(label, _prefix_dfa(d)))
+    # cross slices: an ignore lexeme of one byte, then a prefix of a terminal whose
+    # first byte cannot continue that lexeme (so every such token leaves it there)
+    leads = {}
+    for t, dfa in enumerate(lexer_spec.dfas):
+        if grammar.terminal_is_ignore[t]:
+            for b in range(256):
+                s = dfa.trans[0, b]
+                if s >= 0 and dfa.accepting[s]:
+                    stops = dfa.trans[s] < 0
+                    leads[b] = stops if b not in leads else (leads[b] & stops)
+    for b in sorted(leads):
+        for t, p in prefix.items():
+            if not grammar.terminal_is_ignore[t]:
+                tail = _first_byte_only(p.dfa, leads[b])
+                add(Slice(f"{chr(b)!r}+P[{grammar.terminal_names[t]}]", _prepend(b, tail),
+                          lead=b, tail=tail))
+    return out
+
+
+def _first_byte_only(dfa, allowed):
+    """``dfa`` with its first byte restricted to ``allowed`` (bool [256])."""
+    trans = dfa.trans.copy()
+    trans[0, ~allowed] = -1
+    return _rx.ByteDFA(trans, dfa.accepting.copy(), pattern=dfa.pattern, name=dfa.name)
+
+
+# ---------------------------------------------------------------- membership
+
+def token_membership(dfa, flat, offsets, special, lead=None):
+    """Boolean array over token ids: the token's bytes never die in ``dfa``
+    (cross slices also need at least one byte after the lead)."""
+    n = len(offsets) - 1
+    lens = np.diff(offsets)
+    ok = (lens > 0) & (special == 0)
+    if lead is not None:
+        ok &= lens >= 2
+    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+    state = np.zeros(n, dtype=np.int32)
+    idx = np.flatnonzero(ok)
+    pos = 0
+    while idx.size:
+        st = state[idx]
+        b = flat[offsets[idx] + pos]
+        nxt = trans[st, b]
+        alive = nxt >= 0
+        ok[idx[~alive]] = False
+        idx, nxt = idx[alive], nxt[alive]
+        state[idx] = nxt
+        pos += 1
+        more = lens[idx] > pos
+        idx = idx[more]
+    return ok
+
+
+# ---------------------------------------------------------------- tree and forest
+
+class SliceTables:
+    """Everything the runtime needs about a grammar's slices (see module doc)."""
+
+    def __init__(self, slices, parent, tok, forest, trie_lo, trie_hi, rest_lo, rest_hi, words):
+        self.slices = slices
+        self.parent = parent          # parent index per slice, -1 for roots
+        self.tokens = tok             # bool [n_slices, V]: all tokens of the slice
+        self.forest = forest          # dict of flat arrays
+        self.trie_lo = trie_lo        # per slice: first node of its own trie (its root)
+        self.trie_hi = trie_hi
+        self.rest_lo = rest_lo
+        self.rest_hi = rest_hi
+        self.words = words
+
+    @property
+    def n(self):
+        return len(self.slices)
+
+    def bits(self):
+        """int32 [n_slices, words] bitmasks (all tokens of each slice)."""
+        V = self.tokens.shape[1]
+        out = np.zeros((self.n, self.words * 32), dtype=np.bool_)
+        out[:, :V] = self.tokens
+        return np.packbits(out, axis=1, bitorder="little").view(np.int32).reshape(self.n, self.words)
+
+    def describe(self):
+        return [(s.name, int(self.tokens[i].sum()), int(self.parent[i])) for i, s in enumerate(self.slices)]
+
+
+def _filtered_trie(trie, keep_token):
+    """The trie of the tokens with ``keep_token[id]`` (ids with equal bytes agree),
+    as arrays in the TokTrie layout, derived from the full trie without sorting."""
+    n = trie.n_nodes
+    tokn = np.asarray(trie.node_token)
+    depth = np.asarray(trie.node_depth)
+    has = np.zeros(n, dtype=np.bool_)
+    t_ok = tokn >= 0
+    has[t_ok] = keep_token[tokn[t_ok]]
+    parent = _parents(trie)
+    for d in range(int(depth.max()), 0, -1):
+        nodes = np.flatnonzero((depth == d) & has)
+        has[parent[nodes]] = True
+    has[0] = True
+    new_index = np.cumsum(has) - 1                         # old -> new for kept nodes
+    first_kept_at = np.concatenate([np.cumsum(has) - has, [has.sum()]])  # kept nodes before i
+    keep_idx = np.flatnonzero(has)
+    node_token = np.where(t_ok[keep_idx] & keep_token[np.maximum(tokn[keep_idx], 0)],
+                          tokn[keep_idx], -1).astype(np.int32)
+    send = first_kept_at[np.asarray(trie.node_subtree_end)[keep_idx]].astype(np.int32)
+    del new_index
+    return (np.asarray(trie.node_byte)[keep_idx].copy(), depth[keep_idx].astype(np.int32),
+            node_token, send)
+
+
+_PARENTS = {}
+
+
+def _parents(trie):
+    key = id(trie)
+    hit = _PARENTS.get(key)
+    if hit is not None and hit[0] is trie:
+        return hit[1]
+    depth = np.asarray(trie.node_depth)
+    n = len(depth)
+    parent = np.zeros(n, dtype=np.int64)
+    # the parent of node i is the last node before i one level up
+    order = np.arange(n)
+    for d in range(1, int(depth.max()) + 1):
+        ups = np.flatnonzero(depth == d - 1)
+        here = np.flatnonzero(depth == d)
+        parent[here] = ups[np.searchsorted(ups, here, side="left") - 1]
+    _PARENTS.clear()
+    _PARENTS[key] = (trie, parent)
+    del order
+    return parent
+
+
+def build(candidates, trie, flat, offsets, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS,
+          min_fraction=MIN_SLICE_FRACTION, max_slices=MAX_SLICES):
+    """Keep the candidate slices with enough tokens, give each token to the first
+    slice (in priority order) that contains it, and lay out the forest of
+    filtered tries.  Returns :class:`SliceTables`.
+
+    Priority: prefix slices (largest first: identifiers and strings are what
+    most lexer states can continue), then cross slices (a space and a word:
+    the largest family of tokens that cross a lexeme boundary), then run
+    slices (bounded variants before unbounded ones, so each length range gets
+    its own trie).  A slice that gets too few tokens of its own is dropped.
+    """
+    V = vocab_size
+    n_tok = len(offsets) - 1
+    threshold = max(1, min_tokens, int(min_fraction * max(1, n_tok)))
+    max_slices = min(int(max_slices), 32)
+    scored = []
+    for i, s in enumerate(candidates):
+        m = np.zeros(V, dtype=np.bool_)
+        m[:n_tok] = token_membership(s.dfa, flat, offsets, special, s.lead)
+        c = int(m.sum())
+        if c >= threshold:
+            kind = 1 if s.lead is not None else (0 if s.name.startswith("P[") else 2)
+            scored.append(((kind, c if kind == 2 else -c, i), s, m))
+    scored.sort(key=lambda x: x[0])
+    slices, own = [], []
+    taken = np.zeros(V, dtype=np.bool_)
+    for _key, s, m in scored:
+        if len(slices) >= max_slices:
+            break
+        mine = m & ~taken
+        if mine.sum() < threshold:
+            continue
+        slices.append(s)
+        own.append(mine)
+        taken |= mine
+    parts, lo, hi = [], [], []
+    base = 0
+
+    def add_trie(keep):
+        nonlocal base
+        nb, nd, nt, ne = _filtered_trie(trie, keep)
+        parts.append((nb, nd, nt, ne + base))
+        start = base
+        base += len(nb)
+        return start, base
+
+    for j in range(len(slices)):
+        a, b = add_trie(own[j])
+        lo.append(a)
+        hi.append(b)
+    rest_lo, rest_hi = add_trie(~taken)
+    forest = {
+        "node_byte": np.concatenate([p[0] for p in parts]).astype(np.uint8),
+        "node_depth": np.concatenate([p[1] for p in parts]).astype(np.int32),
+        "node_token": np.concatenate([p[2] for p in parts]).astype(np.int32),
+        "node_subtree_end": np.concatenate([p[3] for p in parts]).astype(np.int32),
+    }
+    words = (V + 31) // 32
+    tokens = np.array(own, dtype=np.bool_).reshape(len(own), V)
+    return SliceTables(slices, _implied_by(slices, tokens), tokens, forest,
+                       np.array(lo, dtype=np.int32), np.array(hi, dtype=np.int32),
+                       rest_lo, rest_hi, words)
+
+
+def _implied_by(slices, tokens):
+    """``parent[i]``: a kept slice whose language is a subset of slice ``i``'s, or -1.
+
+    This is the containment tree the runtime uses to skip checks: if the
+    smaller language is not contained in a lexer state's live strings, the
+    larger one cannot be either.  Only the bounded/unbounded variants of one
+    run are related this way (``X{1,4} ⊂ X{1,8} ⊂ X+``), read off the names
+    derive() gives them.
+    """
+    parent = np.full(len(slices), -1, dtype=np.int32)
+    by_name = {s.name: i for i, s in enumerate(slices)}
+    for i, s in enumerate(slices):
+        if not s.name.startswith("run["):
+            continue
+        stem, _, bound = s.name.rpartition("]")
+        stem += "]"
+        best = None
+        for j, t in enumerate(slices):
+            if j == i or not t.name.startswith(stem) or t.name.rpartition("]")[0] + "]" != stem:
+                continue
+            tb = t.name.rpartition("]")[2]
+            if _bound(tb) < _bound(bound) and (best is None or _bound(tb) > _bound(slices[best].name.rpartition("]")[2])):
+                best = j
+        if best is not None:
+            parent[i] = best
+    del by_name
+    return parent
+
+
+def _bound(suffix):
+    if suffix == "+":
+        return float("inf")
+    return int(suffix.strip("{}").split(",")[1])

@@ -1,0 +1,149 @@
+"""Lexeme slices and the mask caches never change a mask (issue #8).
+
+A slice bug is a hole: it ORs in tokens without looking at them.  The oracle
+here is the runtime's plain path, which shares none of the caches: a full
+trie walk with the parser (``Matcher._set_use_cache(False)``) on a grammar
+compiled without slices.  At every position of real documents replayed
+token by token, with two real tokenizers and the three bundled grammars, the
+mask with slices, entries and continuations must equal that walk bit for bit.
+The brute-force suite (test_masks_bruteforce.py) compiles its tiny grammars
+with slices forced on as well.
+
+Also checked: the forest holds every token exactly once, each slice's tokens
+are exactly the tokens its automaton accepts as prefixes (recomputed in plain
+Python), and each token of a slice is in its own trie.
+"""
+
+import functools
+
+import numpy as np
+import pytest
+
+import cfgmask
+from cfgmask import slices as S
+from cfgmask.compiler import _flatten_tokens
+from tests import corpora
+from tests import vocabs as V
+
+GRAMMARS = ("json", "sql", "javascript")
+TOKENIZERS = {"smollm2": (V.smollm2_vocab, V.smollm2_tokenizer), "tekken": (V.tekken_vocab, None)}
+
+
+def _encoder(name):
+    if name == "smollm2":
+        tok = V.smollm2_tokenizer()
+        return lambda s: list(tok.encode(s, add_special_tokens=False, split_special_tokens=True))
+    enc = V.tekken_encoding()
+    return lambda s: [r + 1000 for r in enc.encode(s, allowed_special=set(), disallowed_special=())]
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(grammar, tokenizer, slices=True):
+    vocab = TOKENIZERS[tokenizer][0]()
+    return cfgmask.compile(cfgmask.Grammar.builtin(grammar), vocab, slices=slices)
+
+
+def documents(grammar, n):
+    if grammar == "json":
+        docs = corpora.jsonschemabench_docs()
+        return [d for d in docs[::97] if len(d) < 600][:n]
+    if grammar == "sql":
+        return corpora.spider_queries()[::211][:n]
+    index = corpora.js_corpus_index()
+    small = sorted((r for r in index if r["bytes"] < 6000), key=lambda r: r["sha256"])
+    return [open(r["abspath"], encoding="utf-8").read()[:700] for r in small[:n]]
+
+
+def _bits(m, words):
+    buf = np.zeros(words, dtype=np.int32)
+    try:
+        m.fill_bitmask(buf)
+    except cfgmask.DeadEnd:
+        pass
+    return buf
+
+
+def _replay_and_compare(grammar, tokenizer, n_docs, max_tokens):
+    fast = compiled(grammar, tokenizer)
+    plain = compiled(grammar, tokenizer, False)
+    assert fast.slices is not None and fast.slices.n > 0, "no slices were built"
+    encode = _encoder(tokenizer)
+    words = fast.bitmask_words
+    checked = 0
+    for doc in documents(grammar, n_docs):
+        ids = encode(doc)[:max_tokens]
+        a = fast.matcher()
+        b = plain.matcher()
+        b._set_use_cache(False)
+        for pos, t in enumerate(ids):
+            ma, mb = _bits(a, words), _bits(b, words)
+            if not np.array_equal(ma, mb):
+                diff = np.flatnonzero(np.unpackbits((ma ^ mb).view(np.uint8), bitorder="little"))
+                extra = [int(x) for x in diff if (ma.view(np.uint32)[x >> 5] >> (x & 31)) & 1]
+                vocab = fast.vocab
+                raise AssertionError(
+                    f"{grammar}/{tokenizer}: masks differ after {a.prefix[-60:]!r} (token {pos}); "
+                    f"holes {[vocab.token_bytes[x] for x in extra[:8]]}, "
+                    f"missing {[vocab.token_bytes[x] for x in diff[:8] if x not in extra]}")
+            checked += 1
+            if not a.try_consume(t):
+                break
+            assert b.try_consume(t)
+    return checked
+
+
+@pytest.mark.parametrize("tokenizer", sorted(TOKENIZERS))
+@pytest.mark.parametrize("grammar", GRAMMARS)
+def test_masks_with_slices_equal_the_plain_walk(grammar, tokenizer):
+    assert _replay_and_compare(grammar, tokenizer, n_docs=2, max_tokens=60) > 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tokenizer", sorted(TOKENIZERS))
+@pytest.mark.parametrize("grammar", GRAMMARS)
+def test_masks_with_slices_equal_the_plain_walk_long(grammar, tokenizer):
+    assert _replay_and_compare(grammar, tokenizer, n_docs=12, max_tokens=400) > 500
+
+
+@pytest.mark.parametrize("grammar", GRAMMARS)
+def test_forest_and_membership(grammar):
+    c = compiled(grammar, "smollm2")
+    tab = c.slices
+    forest_tokens = tab.forest["node_token"]
+    ids = forest_tokens[forest_tokens >= 0]
+    trie_ids = c.trie.node_token[c.trie.node_token >= 0]
+    assert len(ids) == len(set(ids.tolist())) == len(trie_ids), "a token is missing or twice in the forest"
+    assert set(ids.tolist()) == set(trie_ids.tolist())
+    tb = c.vocab.token_bytes
+    rng = np.random.default_rng(0)
+    flat, off, special = _flatten_tokens(c.vocab)
+    for i, sl in enumerate(tab.slices):
+        # membership recomputed in plain Python on a sample of all tokens
+        member = S.token_membership(sl.dfa, flat, off, special, sl.lead)
+        for t in rng.choice(len(tb), size=400, replace=False):
+            b = tb[t]
+            want = bool(b) and sl.dfa.run(b) >= 0 and (sl.lead is None or len(b) >= 2)
+            assert member[t] == want, f"{sl.name}: token {b!r}"
+        # a slice's tokens are members, and they sit in its own trie
+        own = np.flatnonzero(tab.tokens[i])
+        assert member[own].all(), f"{sl.name} holds a token its language does not accept"
+        lo, hi = int(tab.trie_lo[i]), int(tab.trie_hi[i])
+        in_trie = forest_tokens[lo:hi]
+        assert set(own.tolist()) == set(in_trie[in_trie >= 0].tolist())
+
+
+def test_slices_off_and_on_agree_on_a_tiny_vocabulary_with_forced_slices():
+    g = cfgmask.Grammar.builtin("sql")
+    tokens = [bytes([b]) for b in range(128)] + [b" select", b" from", b" x", b"x", b"ab", b" 'a", b"'ab",
+                                                  b" 12", b"12", b"--", b"-- x", b"  ", b" (", b"(x"] + [None]
+    vocab = cfgmask.Vocabulary(tokens, eos_token_ids=[len(tokens) - 1])
+    forced = cfgmask.compile(g, vocab, slices={"min_tokens": 2, "min_fraction": 0.0})
+    assert forced.slices.n >= 3
+    plain = cfgmask.compile(g, vocab, slices=False)
+    text = b"SELECT a, b FROM t WHERE x = 'ab' AND y > 12 -- x\n;"
+    a, b = forced.matcher(), plain.matcher()
+    b._set_use_cache(False)
+    for i in range(len(text) + 1):
+        assert a.allowed_tokens().tolist() == b.allowed_tokens().tolist(), text[:i]
+        if i < len(text):
+            assert a.consume_bytes(text[i:i + 1]) == 1 and b.consume_bytes(text[i:i + 1]) == 1
