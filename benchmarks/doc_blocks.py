@@ -42,18 +42,29 @@ def replace_block(path, name, body):
         f.write(new)
 
 
-def provenance(command, seconds=None):
-    """``Produced by `COMMAND` on DATE (commit ...; took ...).``"""
+def today():
     import datetime
+    return datetime.date.today().isoformat()
+
+
+def git_commit():
+    """``commit abc1234`` (``+ local changes`` when the work tree differs), or ``no git``."""
+    import os
     import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, timeout=10).stdout.strip()
+                                text=True, timeout=10, cwd=root).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        commit = f"commit {commit}{' + local changes' if dirty else ''}" if commit else "no git"
+                               capture_output=True, text=True, timeout=10, cwd=root).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        commit = "no git"
-    took = f"; took {seconds / 60:.1f} min" if seconds is not None and seconds >= 60 else (
-        f"; took {seconds:.0f} s" if seconds is not None else "")
-    return f"Produced by `{command}` on {datetime.date.today().isoformat()} ({commit}{took})."
+        return "no git"
+    return f"commit {commit}{' + local changes' if dirty else ''}" if commit else "no git"
+
+
+def provenance(command, seconds=None, date=None, commit=None):
+    """``Produced by `COMMAND` on DATE (commit ...; took ...).``"""
+    took = ""
+    if seconds is not None:
+        took = f"; took {seconds / 60:.1f} min" if seconds >= 60 else f"; took {seconds:.0f} s"
+    return f"Produced by `{command}` on {date or today()} ({commit or git_commit()}{took})."

@@ -42,6 +42,7 @@ Usage::
 
     python benchmarks/run_masks.py                  # everything (about 20-30 min on 2 busy cores)
     python benchmarks/run_masks.py --write          # ... and write docs/performance.md + README.md
+    python benchmarks/run_masks.py --from-json benchmarks/results/masks.json   # re-render a saved run
     python benchmarks/run_masks.py --grammars sql --tokenizers smollm2 --warm 10   # a quick look
     python benchmarks/run_masks.py --smoke          # 1 cold + 1 warm document each (CI)
 
@@ -76,6 +77,7 @@ PERF_DOC = os.path.join(ROOT, "docs", "performance.md")
 README = os.path.join(ROOT, "README.md")
 BLOCK_TABLES = "run_masks:tables"
 BLOCK_SUMMARY = "run_masks:summary"
+RAW_RESULTS = os.path.join(ROOT, "benchmarks", "results", "masks.json")  # kept by --write
 
 # issue 8's targets, as ratios cfgmask / llguidance (benchmark figures, never asserted in tests)
 TARGETS = (("ttfm", None, 1.0), ("cold", "p90", 1.0), ("cold", "p99", 1.0),
@@ -420,7 +422,8 @@ def _not_measured(results):
 
 def report(results, command):
     """The Markdown written into docs/performance.md (and printed)."""
-    lines = [doc_blocks.provenance(command, results.get("seconds")), "", machine_line(), ""]
+    lines = [doc_blocks.provenance(command, results.get("seconds"), results.get("date"), results.get("commit")), "",
+             results.get("machine") or machine_line(), ""]
     lines += ["Summary: each cell is cfgmask / llguidance = ratio (below 1 means cfgmask is faster). "
               "ttfm = time to first mask (grammar text -> first mask on a prepared vocabulary, median "
               f"of {results['config']['ttfm_repeats']}); cold = the first {results['config']['cold']} "
@@ -439,7 +442,7 @@ def report(results, command):
 
 def readme_summary(results, command):
     return "\n".join([
-        doc_blocks.provenance(command, results.get("seconds")) + " Each cell is cfgmask / llguidance "
+        doc_blocks.provenance(command, results.get("seconds"), results.get("date"), results.get("commit")) + " Each cell is cfgmask / llguidance "
         "= ratio, measured in the same run with the engines alternating document by document; "
         "ttfm = grammar text -> first mask on a prepared vocabulary; cold = the first "
         f"{results['config']['cold']} documents after a compile, warm = the next "
@@ -463,9 +466,12 @@ def main(argv=None):
                     help="1 cold + 1 warm document, 1 ttfm repeat: checks that everything runs")
     ap.add_argument("--json", metavar="PATH", help="also write the raw results as JSON")
     ap.add_argument("--write", action="store_true",
-                    help="write the tables into docs/performance.md and the summary into README.md "
-                         "(only for a full run: all grammars and tokenizers, default document counts)")
+                    help="write the tables into docs/performance.md and the summary into README.md, and "
+                         "the raw results into benchmarks/results/masks.json (only for a full run: all "
+                         "grammars and tokenizers, default document counts)")
     ap.add_argument("--write-partial", action="store_true", help="allow --write for any other run")
+    ap.add_argument("--from-json", metavar="PATH",
+                    help="do not measure: render (and --write) the results a --json run saved")
     args = ap.parse_args(argv)
     if args.smoke:
         args.cold, args.warm, args.ttfm_repeats = 1, 1, 1
@@ -477,22 +483,36 @@ def main(argv=None):
         unknown = [x for x in given if x not in known]
         if unknown:
             ap.error(f"unknown {kind} {', '.join(unknown)}; choose from {', '.join(known)}")
+    argv = sys.argv[1:] if argv is None else argv
+    command = "python benchmarks/run_masks.py" + (" " + shlex.join(argv) if argv else "")
+    if args.from_json:
+        with open(args.from_json, encoding="utf-8") as f:
+            results = json.load(f)
+        command = results["command"]
+        cfg = results["config"]
+        grammars, tokenizers, engines = cfg["grammars"], cfg["tokenizers"], cfg["engines"]
+        args.cold, args.warm = cfg["cold"], cfg["warm"]
     full = (set(grammars) == set(GRAMMARS) and set(tokenizers) == set(TOKENIZERS)
             and {"cfgmask", "llguidance"} <= set(engines)
             and (args.cold, args.warm) == (DEFAULT_COLD, DEFAULT_WARM))
     if args.write and not full and not args.write_partial:
         ap.error("--write replaces the published tables: run it with the default grammars, tokenizers "
                  "and document counts, or add --write-partial")
-    command = "python benchmarks/run_masks.py" + (" " + shlex.join(argv if argv is not None else sys.argv[1:])
-                                                  if (argv if argv is not None else sys.argv[1:]) else "")
-    results = run(grammars, tokenizers, engines, args.cold, args.warm, args.ttfm_repeats,
-                  log=lambda s: print(s, file=sys.stderr, flush=True))
+    if not args.from_json:
+        date, commit = doc_blocks.today(), doc_blocks.git_commit()  # of the code that is measured
+        results = run(grammars, tokenizers, engines, args.cold, args.warm, args.ttfm_repeats,
+                      log=lambda s: print(s, file=sys.stderr, flush=True))
+        results.update(command=command, date=date, commit=commit, machine=machine_line())
     text = report(results, command)
     print(text)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1, default=str)
     if args.write:
+        if not args.from_json:
+            os.makedirs(os.path.dirname(RAW_RESULTS), exist_ok=True)
+            with open(RAW_RESULTS, "w") as f:
+                json.dump(results, f, indent=1, default=str)
         doc_blocks.replace_block(PERF_DOC, BLOCK_TABLES, text)
         doc_blocks.replace_block(README, BLOCK_SUMMARY, readme_summary(results, command))
         print(f"wrote {os.path.relpath(PERF_DOC, ROOT)} and {os.path.relpath(README, ROOT)}", file=sys.stderr)

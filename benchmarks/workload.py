@@ -16,9 +16,9 @@ same documents:
   ``python3 <corpora>/js/get_js_corpus.py ~/.cache/cfgmask/js-corpus``
   (``$CFGMASK_JS_CORPUS`` overrides the directory): the files of
   ``JS_MIN_BYTES``..``JS_MAX_BYTES`` bytes (moderate size, so that a
-  document is 600-1,600 tokens and a run stays short: 2-5 kB holds about a
-  fifth of the 469 files, ES5 and ES2015+ alike), ordered by their sha256
-  (a fixed shuffle that mixes packages and ECMAScript levels).
+  document is about a thousand tokens and a run stays short; 156 of the 469
+  files, ES5 and ES2015+ alike), ordered by their sha256 (a fixed shuffle
+  that mixes packages and ECMAScript levels).
 
 The corpora root is ``$CFGMASK_CORPORA``, else ``../shared/corpora`` next to
 the repository (tests/corpora.py).  A missing corpus raises
