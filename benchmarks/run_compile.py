@@ -113,6 +113,11 @@ def _ms(x):
     return f"{x:.0f} ms" if x >= 100 else (f"{x:.1f} ms" if x >= 1 else f"{x:.2f} ms")
 
 
+def _first_line(msg, limit=100):
+    msg = msg.replace("llguidance refused the grammar: ", "").splitlines()[0].replace("`", "'")
+    return msg if len(msg) <= limit else msg[:limit] + "..."
+
+
 def table(rows, tok_label, repeats):
     lines = [f"Grammar load + compile + first mask ({tok_label} vocabulary, already prepared; median of "
              f"{repeats}; ttfm = time to first mask = load + compile + first mask):", "",
@@ -125,7 +130,8 @@ def table(rows, tok_label, repeats):
         states = "-" if r["dfa_states"] is None else f"{r['dfa_states']:,}"
         lines.append(f"| {label} | {r['rules']} | {r['terminals']} | {states} | {_ms(r['load_s'])} | "
                      f"{_ms(r['compile_s'])} | {_ms(r['first_mask_s'])} | {_ms(r['ttfm_s'])} | {llg} | {ratio} |")
-    notes = [f"{label}: llguidance refused it ({r['llg_error'][:120]})" for label, r in rows if r["llg_error"]]
+    notes = [f"{label}: llguidance refused it: `{_first_line(r['llg_error'])}`" for label, r in rows
+             if r["llg_error"]]
     if notes:
         lines += [""] + [f"* {n}" for n in notes]
     return "\n".join(lines)
