@@ -391,7 +391,8 @@ def pair_tables(p):
             notes.append(f"{e} {k} after the run: {v}")
     for e, names in p["refused"].items():
         if names:
-            notes.append(f"{e} refused {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}")
+            more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+            notes.append(f"{e} refused {', '.join(names[:3])}{more}")
     add("")
     add("Notes: " + "; ".join(notes) + ".")
     return "\n".join(lines)

@@ -302,7 +302,7 @@ def test_parity_json_schema_test_suite(name):
 
 # ----------------------------------------------------------------- SQL
 
-SQL_DOCS = {"smollm2": 60, "tekken": 30}
+SQL_DOCS = {"smollm2": 40, "tekken": 20}
 SQL_SEED = 20251201
 
 
