@@ -158,7 +158,14 @@ class CfgmaskEngine:
         m.fill_bitmask(self.bm)
 
     def consume(self, m, t):
-        return m.try_consume(t)
+        try_consume = getattr(m, "try_consume", None)
+        if try_consume is not None:
+            return try_consume(t)
+        try:  # the public API (DESIGN §3): consume raises TokenRejected
+            m.consume(t)
+            return True
+        except cfgmask.TokenRejected:
+            return False
 
     def eos_allowed(self):
         return _bit(self.row, self.eos)

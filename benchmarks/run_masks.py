@@ -40,7 +40,7 @@ Rules of the measurement:
 
 Usage::
 
-    python benchmarks/run_masks.py                  # everything (about 20-30 min on 2 busy cores)
+    python benchmarks/run_masks.py                  # everything (about 4 min on this 2-core machine)
     python benchmarks/run_masks.py --write          # ... and write docs/performance.md + README.md
     python benchmarks/run_masks.py --from-json benchmarks/results/masks.json   # re-render a saved run
     python benchmarks/run_masks.py --grammars sql --tokenizers smollm2 --warm 10   # a quick look
