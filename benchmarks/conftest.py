@@ -4,7 +4,12 @@
   benchmarks only run when asked for);
 * puts the repository root on ``sys.path`` so that ``tests.vocabs`` and
   ``benchmarks.run_masks`` import;
-* session fixtures: the documents, tokenizers and prepared engines, built once.
+* session fixtures: tokenizers, prepared engines, compiled grammars and the
+  screened documents, each built once.
+
+Environment: ``CFGMASK_BENCH_DOCS`` documents per replay (default 10),
+``CFGMASK_BENCH_TOKENIZERS`` / ``CFGMASK_BENCH_GRAMMARS`` (comma lists) narrow
+the parametrisation, e.g. for the CI smoke pass.
 
 The benchmark configuration is in ``pyproject.toml`` (``--benchmark-disable``
 is in the default options: without ``--benchmark-enable`` every benchmark runs
@@ -21,8 +26,9 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from benchmarks import run_masks  # noqa: E402
+from benchmarks.engines import ENGINES, Tok, Unavailable  # noqa: E402
 
-BENCH_DOCS = int(os.environ.get("CFGMASK_BENCH_DOCS", "20"))
+BENCH_DOCS = int(os.environ.get("CFGMASK_BENCH_DOCS", "10"))
 
 
 def pytest_collect_file(file_path, parent):
@@ -33,40 +39,70 @@ def pytest_collect_file(file_path, parent):
     return None
 
 
-@pytest.fixture(scope="session")
-def bench_docs():
-    """``[(name, text)]``: JSONSchemaBench documents spread over the file."""
+_TOKS, _ENGINES, _COMPILED, _DOCS = {}, {}, {}, {}
+
+
+def _skip_unavailable(fn, *args):
     try:
-        return run_masks.load_docs(BENCH_DOCS)
-    except FileNotFoundError as e:
+        return fn(*args)
+    except (Unavailable, FileNotFoundError) as e:
         pytest.skip(str(e))
-
-
-_TOKS = {}
-_ENGINES = {}
 
 
 @pytest.fixture(scope="session")
 def get_tok():
     def get(name):
         if name not in _TOKS:
-            _TOKS[name] = run_masks.Tok(name)
+            _TOKS[name] = _skip_unavailable(Tok, name)
         return _TOKS[name]
     return get
 
 
 @pytest.fixture(scope="session")
 def get_engine(get_tok):
-    """``get_engine(engine, tokenizer)``: a prepared, compiled engine (cached)."""
-    def get(ename, tname):
+    """``get_engine(engine, tokenizer, grammar)``: a prepared engine (cached per tokenizer)."""
+    def get(ename, tname, grammar):
+        tok = get_tok(tname)
         key = (ename, tname)
         if key not in _ENGINES:
-            try:
-                eng = run_masks.ENGINES[ename]()
-            except ImportError as e:
-                pytest.skip(f"{ename} is not installed: {e}")
-            eng.prepare(get_tok(tname))
-            eng.compile()
+            eng = _skip_unavailable(ENGINES[ename])
+            eng.prepare(tok)
             _ENGINES[key] = eng
-        return _ENGINES[key]
+        eng = _ENGINES[key]
+        why = eng.unsupported(grammar, tok)
+        if why:
+            pytest.skip(why)
+        return eng
+    return get
+
+
+@pytest.fixture(scope="session")
+def get_compiled(get_engine):
+    """``get_compiled(engine, tokenizer, grammar)``: ``(engine, compiled)`` (cached)."""
+    def get(ename, tname, grammar):
+        eng = get_engine(ename, tname, grammar)
+        key = (ename, tname, grammar)
+        if key not in _COMPILED:
+            _COMPILED[key] = eng.compile(grammar)
+        return eng, _COMPILED[key]
+    return get
+
+
+@pytest.fixture(scope="session")
+def get_docs(get_tok, get_engine):
+    """``get_docs(tokenizer, grammar)``: ``[(name, ids, n_bytes)]``, ``BENCH_DOCS`` documents
+    that cfgmask and llguidance (and XGrammar for JSON) all accept (run_masks.screen)."""
+    def get(tname, grammar):
+        key = (tname, grammar)
+        if key not in _DOCS:
+            engines = []
+            for ename in ENGINES:
+                try:
+                    engines.append(get_engine(ename, tname, grammar))
+                except pytest.skip.Exception:
+                    continue
+            docs, _, _ = _skip_unavailable(run_masks.screen, engines, grammar, get_tok(tname), BENCH_DOCS,
+                                           lambda s: None)
+            _DOCS[key] = docs
+        return _DOCS[key]
     return get

@@ -35,6 +35,19 @@ llguidance.  ``0xFF`` never occurs in UTF-8, so the JSON grammar refuses such
 tokens on both sides and the masks are unaffected; the vocabulary check
 allows exactly these ids to differ.
 
+``word_boundary`` -- the bundled SQL and JavaScript grammars start with a
+``// %cfgmask word_boundary [...]`` pragma: cfgmask then refuses a lexeme
+ending in a word byte directly followed by one starting with a word byte
+(``SELECTa`` is never ``SELECT a``, ``within`` is never ``WITH in``).  To
+Lark and llguidance the pragma is a comment, so they accept those
+segmentations.  The SQL parity replay compiles the grammar for cfgmask with
+``word_boundary=""`` (the same language as Lark's); with the pragma on,
+``test_sql_word_boundary_only_removes_tokens`` checks that cfgmask's mask is
+a subset of llguidance's at every position (the pragma only ever removes
+tokens).  JavaScript is not compared here: llguidance scans a line break as
+``%ignore``d whitespace where the grammar also expects ``NL`` (the ASI
+terminal), and refuses many real files (benchmarks/run_masks.py counts them).
+
 No other exception exists: EOS handling (EOS only when the start rule is
 complete, nothing but EOS after the last lexeme of a complete document, only
 EOS after EOS), special tokens (never allowed) and ids past the tokenizer are
@@ -132,21 +145,28 @@ ENCODERS = {"smollm2": encode_smollm2, "tekken": encode_tekken}
 def grammar_text(which):
     """``"json"``: the bundled grammar (explicit RFC 8259 whitespace, no %ignore);
     ``"json_ignore"``: a JSON grammar with %ignore'd whitespace (tests/grammars),
-    where the ``initial_skip`` difference can show."""
+    where the ``initial_skip`` difference can show; ``"sql"`` and ``"sql_wb"``:
+    the bundled SQL grammar, which cfgmask compiles without and with its
+    word-boundary pragma (see ``word_boundary`` in the module doc)."""
     if which == "json":
         return json_grammar_text()
+    if which in ("sql", "sql_wb"):
+        with open(cfgmask.Grammar.builtin_path("sql"), encoding="utf-8") as f:
+            return f.read()
     with open(os.path.join(os.path.dirname(__file__), "grammars", "json_small.lark")) as f:
         return f.read()
 
 
 @functools.lru_cache(maxsize=None)
 def cfg_compiled(name, which="json"):
-    return cfgmask.compile(cfgmask.Grammar.from_lark(grammar_text(which)), VOCABS[name]())
+    # "sql": word_boundary="" turns the cfgmask-only pragma off; None keeps it
+    wb = "" if which == "sql" else None
+    return cfgmask.compile(cfgmask.Grammar.from_lark(grammar_text(which), word_boundary=wb), VOCABS[name]())
 
 
 @functools.lru_cache(maxsize=None)
 def llg_grammar(initial_skip=True, which="json"):
-    text = grammar_text(which)
+    text = grammar_text("sql" if which == "sql_wb" else which)
     return llguidance.grammar_from("lark", (INITIAL_SKIP_OPTION if initial_skip else "") + text)
 
 
@@ -278,6 +298,47 @@ def test_parity_jsonschemabench_all(name):
 def test_parity_json_schema_test_suite(name):
     docs = [d for d in jsts_docs() if len(d[1].encode("utf-8")) <= SLOW_MAX_BYTES]
     _run(name, docs)
+
+
+# ----------------------------------------------------------------- SQL
+
+SQL_DOCS = {"smollm2": 40, "tekken": 20}
+SQL_SEED = 20251201
+
+
+def spider_sample(n):
+    import random
+    from tests import corpora
+    queries = corpora.spider_queries()  # skips when the corpus is missing
+    return [(f"spider[{i}]", queries[i]) for i in random.Random(SQL_SEED).sample(range(len(queries)), n)]
+
+
+@pytest.mark.parametrize("name", sorted(VOCABS))
+def test_parity_spider_sample(name):
+    """Spider queries, bundled sql.lark (word-boundary pragma off for cfgmask):
+    bit-for-bit equal masks at every position."""
+    _run(name, spider_sample(SQL_DOCS[name]), which="sql")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(VOCABS))
+def test_parity_spider_all(name):
+    from tests import corpora
+    _run(name, [(f"spider[{i}]", q) for i, q in enumerate(corpora.spider_queries())], which="sql")
+
+
+def _explain_word_boundary(pos, prefix, cfg_only, llg_only, vocab):
+    """``word_boundary``: the pragma only removes tokens, never adds one."""
+    return None if len(cfg_only) else "word_boundary"
+
+
+def test_sql_word_boundary_only_removes_tokens():
+    name = "smollm2"
+    before = EXCEPTION_COUNTS[f"word_boundary[{name}]"]
+    _, failures = compare_masks(name, spider_sample(10), explain=_explain_word_boundary, which="sql_wb")
+    assert not failures, "\n  ".join(failures[:MAX_REPORTED])
+    # it does remove tokens (e.g. " within" at the start: WITH directly followed by "in")
+    assert EXCEPTION_COUNTS[f"word_boundary[{name}]"] > before
 
 
 # ------------------------------------------------- documented difference 1

@@ -38,14 +38,18 @@ def _spider():
     return [(f"spider[{i}]", q) for i, q in enumerate(corpora.spider_queries())]
 
 
-def _js(max_bytes=None):
+def _js(max_bytes=None, records=None):
     out = []
-    for rec in corpora.js_corpus_index():
+    for rec in records if records is not None else corpora.js_corpus_index():
         if max_bytes is not None and rec["bytes"] > max_bytes:
             continue
         with open(rec["abspath"], encoding="utf-8") as f:
             out.append((f"{rec['es']}:{rec['file']}", f.read()))
     return out
+
+
+# the lexical features the JavaScript grammar handles specially (corpus index fields)
+JS_FEATURES = ("regex_literals", "template_chunks", "asi_insertions")
 
 
 def test_spider_sample_replays_with_smollm2():
@@ -56,7 +60,24 @@ def test_spider_sample_replays_with_smollm2():
 
 def test_js_small_files_replay_with_smollm2():
     docs = sorted(_js(max_bytes=6000), key=lambda d: len(d[1]))[:12]
+    assert len(docs) == 12 and {d[0].split(":")[0] for d in docs} == {"es5", "es2015+"}
     failures = _replay("javascript", docs)
+    assert not failures, failures[:5]
+
+
+def test_js_feature_files_replay_with_smollm2():
+    """For regex literals, template literals and ASI: the two smallest files of
+    each ES level that use the feature."""
+    index = corpora.js_corpus_index()
+    chosen = {}
+    for feature in JS_FEATURES:
+        for level in ("es5", "es2015+"):
+            recs = sorted((r for r in index if r["es"] == level and r.get(feature, 0) > 0),
+                          key=lambda r: r["bytes"])
+            for r in recs[:2]:
+                chosen[r["file"]] = r
+    assert len(chosen) >= 6, sorted(chosen)
+    failures = _replay("javascript", _js(records=list(chosen.values())))
     assert not failures, failures[:5]
 
 

@@ -171,4 +171,31 @@ def sp_vocab():
     return _sp_vocab()
 
 
+@functools.lru_cache(maxsize=None)
+def _sp_reference_token_bytes():
+    sp = sp_processor()
+    n = sp.get_piece_size()
+    anchor = sp.piece_to_id("a")
+    out = [None] * n
+    text_ids = [i for i in range(n) if not (sp.is_control(i) or sp.is_unknown(i) or sp.is_byte(i))]
+    # decoded after an anchor, so that SentencePiece does not drop a leading space
+    for i, text in zip(text_ids, sp.decode([[anchor, i] for i in text_ids])):
+        assert text[:1] == "a", (i, text)
+        out[i] = text[1:].encode("utf-8")
+    for i in range(n):
+        if sp.is_byte(i):
+            piece = sp.id_to_piece(i)  # "<0xNN>": the byte the library's decoder emits
+            assert piece[:3] == "<0x" and piece[-1:] == ">", piece
+            out[i] = bytes([int(piece[3:-1], 16)])
+    return tuple(out)
+
+
+def sp_reference_token_bytes():
+    """Token bytes of the SentencePiece v3 model as the ``sentencepiece`` library
+    itself decodes them (``decode`` for text pieces, ``id_to_piece`` for byte
+    pieces, ``None`` for control/unknown ids): an oracle independent of
+    cfgmask's ``from_sentencepiece``."""
+    return _sp_reference_token_bytes()
+
+
 ALL_VOCABS = {"smollm2": smollm2_vocab, "tekken": tekken_vocab, "sp": sp_vocab}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Markdown tables from benchmarks/coverage/results/*.json (for docs/grammars.md).
+"""Markdown tables from benchmarks/coverage/results/*.json (for docs/grammars.md and the README).
 
 usage: python3 benchmarks/coverage/report.py [json sql javascript times]
+       python3 benchmarks/coverage/report.py readme [--write]   # the README's coverage table
 """
 import json
 import os
@@ -139,7 +140,50 @@ def times_section():
     return out
 
 
+def _frac(counts, key="ok"):
+    return "%d/%d" % (counts.get(key, 0), sum(counts.values()))
+
+
+def readme_section():
+    """The README's summary table (lark and cfgmask byte-by-byte verdicts, node --check)."""
+    js, js_, sql = load("json")["summary"], load("javascript")["summary"], load("sql")
+    dates = sorted({load(n)["meta"]["date"] for n in ("json", "sql", "javascript")})
+    y, n = js["jsontestsuite y_"], js["jsontestsuite n_"]
+    rows = [
+        "Printed by `python3 benchmarks/coverage/report.py readme` from benchmarks/coverage/results/*.json "
+        "(written by `benchmarks/coverage/run_coverage.py` on %s)." % ", ".join(dates), "",
+        "| grammar | corpus | Lark (Earley) | cfgmask | engine check |",
+        "|---|---|---|---|---|",
+        "| json.lark | JSONTestSuite `y_` / `n_` | %s accepted, %s refused | %s accepted, %s refused, "
+        "each `n_` at its expected byte | — |" % (_frac(y["lark"]), _frac(n["lark"], "reject"),
+                                                   _frac(y["cfgmask"]), _frac(n["cfgmask"], "reject")),
+        "| json.lark | JSON Schema Test Suite, JSONSchemaBench | %s, %s | %s, %s | — |" % (
+            _frac(js["json-schema-test-suite"]["lark"]), _frac(js["jsonschemabench"]["lark"]),
+            _frac(js["json-schema-test-suite"]["cfgmask"]), _frac(js["jsonschemabench"]["cfgmask"])),
+    ]
+    sp = sql["summary"]["spider"]
+    rows.append("| sql.lark | Spider (%s queries) | %s | %s | SQLite: no syntax error on sampled documents |"
+                % (format(sp["documents"], ","), _frac(sp["lark"]), _frac(sp["cfgmask"])))
+    for key, label in (("es5", "ES5"), ("es2015+", "ES2015+")):
+        s_ = js_[key]
+        c = s_["cfgmask"]
+        pct = " (%.1f%%)" % (100.0 * c.get("ok", 0) / sum(c.values())) if c.get("ok", 0) != sum(c.values()) else ""
+        node = ("`node --check` %s" % _frac(s_["node"])) if "node" in s_ else "—"
+        rows.append("| javascript.lark | Debian %s (%d files) | %s | %s%s | %s |"
+                    % (label, s_["documents"], _frac(s_["lark"]), _frac(c), pct, node))
+    return "\n".join(rows)
+
+
 def main(argv):
+    if argv[1:2] == ["readme"]:
+        text = readme_section()
+        print(text)
+        if "--write" in argv[2:]:
+            sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+            from benchmarks import doc_blocks
+            doc_blocks.replace_block(os.path.join(os.path.dirname(os.path.dirname(HERE)), "README.md"),
+                                     "coverage:readme", text)
+        return
     names = argv[1:] or ["json", "sql", "javascript", "times"]
     parts = {"json": json_section, "sql": sql_section, "javascript": js_section}
     for n in names:
