@@ -292,7 +292,8 @@ class Matcher:
     def consume_many(self, token_ids):
         """Consume several tokens; on a rejection the tokens before it stay consumed and it raises."""
         if isinstance(token_ids, (str, bytes, bytearray)):
-            raise ConfigurationError(f"consume_many needs token ids, not {type(token_ids).__name__}")
+            raise ConfigurationError(f"consume_many needs token ids, not {type(token_ids).__name__} "
+                                     "(raw bytes go to consume_bytes)")
         if getattr(token_ids, "ndim", None) == 1 and _integer_dtype(token_ids):
             token_ids = token_ids.tolist()  # a 1-D integer array or tensor
         try:
