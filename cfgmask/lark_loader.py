@@ -31,14 +31,18 @@ import re
 
 from .errors import GrammarError
 
-__all__ = ["load", "check_templates", "MAX_TEMPLATE_DEPTH", "MAX_TEMPLATE_INSTANCES",
-           "MAX_TEMPLATE_NAME_CHARS"]
+__all__ = ["load", "check_templates", "check_expansion_size", "MAX_TEMPLATE_DEPTH",
+           "MAX_TEMPLATE_INSTANCES", "MAX_TEMPLATE_NAME_CHARS", "MAX_BNF_ALTERNATIVES"]
 
 # Real grammars nest template instances a few levels deep (``sep{item{x}, ","}``);
 # a template that feeds itself a bigger argument grows by one level per round.
 MAX_TEMPLATE_DEPTH = 32
 MAX_TEMPLATE_INSTANCES = 10_000
 MAX_TEMPLATE_NAME_CHARS = 1_000_000
+# BNF alternatives Lark may generate for the whole grammar (javascript.lark: ~530);
+# Lark needs ~4 s for 8,192 and ~46 s for 65,536
+MAX_BNF_ALTERNATIVES = 20_000
+_REPEAT_BREAK_THRESHOLD = 50  # lark.load_grammar.REPEAT_BREAK_THRESHOLD (lark 1.3.1)
 
 
 def load(text, start, import_paths, source):
@@ -53,7 +57,8 @@ def load(text, start, import_paths, source):
     except Exception as e:  # noqa: BLE001 - every failure becomes a GrammarError
         raise _load_error(e, where, LarkError) from e
     try:
-        check_templates(loaded.rule_defs, where)
+        instances = check_templates(loaded.rule_defs, where)
+        check_expansion_size(loaded.rule_defs, instances, where)
     except RecursionError as e:
         raise _nesting_error(where) from e
     try:
@@ -139,7 +144,7 @@ def check_templates(rule_defs, where="grammar"):
 
     templates = {name: (tuple(params), tree) for name, params, tree, _o in rule_defs if params}
     if not templates:
-        return 0
+        return {}
     term_id = {}    # key -> id; key ("sym", name) | ("lit", text) | ("inst", template, arg ids)
     keys = []
     depth = []
@@ -244,4 +249,73 @@ def check_templates(rule_defs, where="grammar"):
         env = dict(zip(params, args))
         for node in usages(tree):
             usage(node, env)
-    return len(todo)
+    counts = {}
+    for i in todo:
+        counts[keys[i][1]] = counts.get(keys[i][1], 0) + 1
+    return counts
+
+
+def check_expansion_size(rule_defs, instances, where="grammar"):
+    """Raise :class:`GrammarError` if Lark's conversion to BNF would make too many alternatives.
+
+    Lark turns each rule into plain alternatives by multiplying out what a
+    sequence contains: ``a? b? c?`` becomes 8 alternatives, ``("a"|"b") ~ 16``
+    65,536 (repeats below 50 are written out), and its loading time grows
+    with that number (46 s for 65,536).  The count here follows
+    ``EBNF_to_BNF`` and ``SimplifyRule_Visitor`` (duplicates not removed, so
+    it is an upper bound); ``instances`` (from :func:`check_templates`) says
+    how many times each template body is expanded.
+    """
+    from lark import Tree
+
+    limit = MAX_BNF_ALTERNATIVES
+
+    def cap(n):
+        return n if n <= limit else limit + 1
+
+    def count(node, extra):
+        if not isinstance(node, Tree):
+            return 1
+        d, ch = node.data, node.children
+        if d == "expansions":
+            return cap(sum(count(c, extra) for c in ch))
+        if d == "expansion":
+            n = 1
+            for c in ch:
+                n = cap(n * count(c, extra))
+            return n
+        if d == "alias":
+            return count(ch[0], extra)
+        if d == "maybe":
+            return cap(count(ch[0], extra) + 1)
+        if d == "expr":
+            c = count(ch[0], extra)
+            op = str(ch[1])
+            if op == "?":
+                return cap(c + 1)
+            if op in ("+", "*"):
+                extra[0] += 2 * c  # a new recursive rule: c alternatives, twice
+                return 1 if op == "+" else 2
+            if op == "~":
+                lo, hi = (int(ch[2]), int(ch[3] if len(ch) > 3 else ch[2]))
+                if hi < _REPEAT_BREAK_THRESHOLD:  # written out inline: sum of c**n
+                    return cap(sum(cap(c ** n) for n in range(lo, hi + 1)))
+                extra[0] += 2 * c * _REPEAT_BREAK_THRESHOLD  # split into helper rules
+                return 1
+        return 1  # a symbol, literal, range or template usage
+
+    total = 0
+    for name, params, tree, _o in rule_defs:
+        copies = instances.get(name, 0) if params else 1
+        if not copies:
+            continue
+        extra = [0]
+        n = cap((count(tree, extra) + extra[0]) * copies)
+        total += n
+        if n > limit or total > limit:
+            raise GrammarError(
+                f"{where}: rule {name} makes more than {limit} alternatives when Lark converts the "
+                "grammar to BNF (optional parts, alternatives and repeats inside one rule multiply: "
+                "a? b? c? is 8 alternatives, (\"a\"|\"b\") ~ 16 is 65,536); move groups into "
+                "rules of their own", where=name, construct="expansion size")
+    return total
