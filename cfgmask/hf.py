@@ -98,6 +98,8 @@ def unpack_bitmask(bitmask, width):
 
     ``bitmask`` is int32 ``[B, W]`` (or ``[W]``); bits past ``32 * W`` are False.
     """
+    if not isinstance(bitmask, torch.Tensor):
+        raise ConfigurationError(f"bitmask must be an int32 torch tensor, got {type(bitmask).__name__}")
     squeeze = bitmask.dim() == 1
     bm = bitmask.unsqueeze(0) if squeeze else bitmask
     allowed = torch.zeros((bm.shape[0], width), dtype=torch.bool, device=bm.device)
@@ -200,6 +202,9 @@ def apply_token_bitmask_(logits, bitmask, kernel="auto"):
     can, torch otherwise).  All of them write exactly the same values.
     Returns ``logits``.
     """
+    if not isinstance(logits, torch.Tensor) or not isinstance(bitmask, torch.Tensor):
+        raise ConfigurationError(f"logits and bitmask must be torch tensors, got {type(logits).__name__} "
+                                 f"and {type(bitmask).__name__}")
     if bitmask.dtype != torch.int32:
         raise ConfigurationError(f"bitmask must be int32, got {bitmask.dtype}")
     if bitmask.device != logits.device:
@@ -241,14 +246,23 @@ def _rowwise(scores, op):
 
 # ------------------------------------------------------------------ processor
 
-def _as_id_set(x):
+def _is_id(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _as_id_set(x, what="token id"):
+    """``None``, an id, or a list / tensor of ids -> a set of ints (anything else is refused)."""
     if x is None:
         return set()
     if isinstance(x, torch.Tensor):
+        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+            raise ConfigurationError(f"{what} must be integer ids, got a {x.dtype} tensor")
         x = x.flatten().tolist()
-    if isinstance(x, (int, np.integer)):
+    if _is_id(x):
         return {int(x)}
-    return {int(i) for i in x}
+    if isinstance(x, (list, tuple, set, frozenset)) and all(_is_id(i) for i in x):
+        return {int(i) for i in x}
+    raise ConfigurationError(f"{what} must be an int or a list of ints, got {x!r:.60}")
 
 
 class GrammarLogitsProcessor(_LogitsProcessorBase):
@@ -295,11 +309,13 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                 f"GrammarLogitsProcessor needs a cfgmask.CompiledGrammar, got {type(compiled).__name__}")
         if kernel not in ("auto", "torch", "numpy", "triton"):
             raise ConfigurationError(f"kernel must be 'auto', 'torch', 'numpy' or 'triton', got {kernel!r}")
+        if batch_size is not None and (not _is_id(batch_size) or batch_size < 1):
+            raise ConfigurationError(f"batch_size must be a positive int, got {batch_size!r:.40}")
         self.compiled = compiled
         self.batch_size = None if batch_size is None else int(batch_size)
         self.vocab_eos = set(int(e) for e in compiled.vocab.eos_token_ids)
-        self.end_ids = self.vocab_eos | _as_id_set(eos_token_id) | _as_id_set(pad_token_id)
-        self.pad_ids = _as_id_set(pad_token_id)
+        self.pad_ids = _as_id_set(pad_token_id, "pad_token_id")
+        self.end_ids = self.vocab_eos | _as_id_set(eos_token_id, "eos_token_id") | self.pad_ids
         self.kernel = kernel
         self.check_rows = bool(check_rows)
         self.track_stats = bool(track_stats)

@@ -155,6 +155,8 @@ class Vocabulary:
             eos_token_ids = ()
         elif _is_int(eos_token_ids):
             eos_token_ids = (eos_token_ids,)
+        elif isinstance(eos_token_ids, (str, bytes)) or not hasattr(eos_token_ids, "__iter__"):
+            raise ConfigurationError(f"eos_token_ids must be an int or a list of ints, got {eos_token_ids!r:.40}")
         eos = set()
         for e in eos_token_ids:
             if not _is_int(e):

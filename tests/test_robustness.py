@@ -386,11 +386,35 @@ def test_f8_rollback_errors_are_configuration_errors(byte_json):
     lambda c, m: Vocabulary(5, []),
     lambda c, m: Vocabulary([b"a", "b"], []),
     lambda c, m: Vocabulary([b"a"], ["0"]),
+    lambda c, m: Vocabulary([b"a"], 0.0),
+    lambda c, m: Vocabulary([b"a"], "0"),
     lambda c, m: Vocabulary([b"a"], [], vocab_size="big"),
 ])
 def test_f8_wrong_argument_types_are_cfgmask_errors(byte_json, call):
     with pytest.raises(CfgmaskError):
         call(byte_json, byte_json.matcher())
+
+
+def test_f8_wrong_argument_types_hf(byte_json):
+    torch = pytest.importorskip("torch")
+    from cfgmask.hf import GrammarLogitsProcessor, apply_token_bitmask_, unpack_bitmask
+    V = byte_json.vocab_size
+    calls = [
+        lambda: GrammarLogitsProcessor(5),
+        lambda: GrammarLogitsProcessor(byte_json, batch_size="2"),
+        lambda: GrammarLogitsProcessor(byte_json, batch_size=0),
+        lambda: GrammarLogitsProcessor(byte_json, eos_token_id="a"),
+        lambda: GrammarLogitsProcessor(byte_json, pad_token_id=1.5),
+        lambda: GrammarLogitsProcessor(byte_json, kernel=5),
+        lambda: GrammarLogitsProcessor(byte_json)([[1]], [[0.0]]),
+        lambda: GrammarLogitsProcessor(byte_json)(torch.zeros(1, 2), torch.zeros(1, V)),
+        lambda: GrammarLogitsProcessor(byte_json).finish(torch.zeros(1, 2, dtype=torch.long)),
+        lambda: apply_token_bitmask_(np.zeros((1, 64)), np.zeros((1, 2), np.int32)),
+        lambda: unpack_bitmask([1, 2], 64),
+    ]
+    for k, call in enumerate(calls):
+        with pytest.raises(CfgmaskError):
+            call()
 
 
 def test_f8_huge_vocab_size_is_refused():
