@@ -11,6 +11,7 @@ A :class:`Matcher` is one decoding in progress.  Its methods are the public
 API of DESIGN.md §3.
 """
 
+import sys
 import threading
 import time
 
@@ -19,7 +20,7 @@ import numpy as np
 from ._fast._earley import CGrammar, Rows
 from ._fast._lexer import LazyDFA
 from ._fast._matcher import MatcherCore, Runtime
-from .errors import ConfigurationError, DeadEnd, TokenRejected
+from .errors import BudgetExceeded, ConfigurationError, DeadEnd, TokenRejected
 from .grammar import Grammar
 from .lexer import LexerSpec
 from .vocab import Vocabulary
@@ -36,9 +37,55 @@ class Limits:
 
     def __init__(self, max_items_per_row=100_000, max_lexer_states=200_000,
                  max_terminal_states=20_000):
-        self.max_items_per_row = int(max_items_per_row)
-        self.max_lexer_states = int(max_lexer_states)
-        self.max_terminal_states = int(max_terminal_states)
+        self.max_items_per_row = _positive_limit("max_items_per_row", max_items_per_row)
+        self.max_lexer_states = _positive_limit("max_lexer_states", max_lexer_states)
+        self.max_terminal_states = _positive_limit("max_terminal_states", max_terminal_states)
+
+    def __repr__(self):
+        return (f"Limits(max_items_per_row={self.max_items_per_row}, "
+                f"max_lexer_states={self.max_lexer_states}, "
+                f"max_terminal_states={self.max_terminal_states})")
+
+
+# limits are stored in C int32 fields by the runtime
+_LIMIT_MAX = 2**31 - 1
+
+
+def _positive_limit(name, value):
+    if not _is_integer(value):
+        raise ConfigurationError(f"Limits: {name} must be an int, got {type(value).__name__} ({value!r:.40})")
+    value = int(value)
+    if not 1 <= value <= _LIMIT_MAX:
+        raise ConfigurationError(f"Limits: {name} must be between 1 and {_LIMIT_MAX}, got {value}")
+    return value
+
+
+def _is_integer(x):
+    """An ``int`` or numpy integer, not a bool."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _token_id(x, what="token id"):
+    """``x`` as a Python int, if it is an integer: ``int``, a numpy integer, or a
+    0-d integer numpy array / torch tensor.  Bools, floats and strings are refused
+    (``int()`` would silently turn ``91.7``, ``"91"`` and ``True`` into ids)."""
+    if type(x) is int:
+        return x
+    if _is_integer(x):
+        return int(x)
+    ndim = getattr(x, "ndim", None)
+    if ndim == 0:
+        if isinstance(x, np.ndarray):
+            if x.dtype.kind in "iu":
+                return int(x)
+        else:
+            torch = sys.modules.get("torch")
+            if (torch is not None and isinstance(x, torch.Tensor) and not x.dtype.is_floating_point
+                    and not x.dtype.is_complex and x.dtype != torch.bool):
+                return int(x.item())
+    raise ConfigurationError(
+        f"{what} must be an integer (int, numpy integer or 0-d integer tensor), "
+        f"got {type(x).__name__} ({x!r:.40})")
 
 
 def _flatten_tokens(vocab):
@@ -76,7 +123,21 @@ def compile(grammar, vocab, *, limits=None, progress=None, slices=True):
         raise ConfigurationError(f"compile() needs a cfgmask.Grammar, got {type(grammar).__name__}")
     if not isinstance(vocab, Vocabulary):
         raise ConfigurationError(f"compile() needs a cfgmask.Vocabulary, got {type(vocab).__name__}")
-    return CompiledGrammar(grammar, vocab, limits or Limits(), progress, use_slices=slices)
+    if limits is None:
+        limits = Limits()
+    elif not isinstance(limits, Limits):
+        raise ConfigurationError(f"limits must be a cfgmask.compiler.Limits, got {type(limits).__name__}")
+    if progress is not None and not callable(progress):
+        raise ConfigurationError(f"progress must be callable, got {type(progress).__name__}")
+    if not isinstance(slices, (bool, dict)):
+        raise ConfigurationError(f"slices must be True, False or a dict of options, got {type(slices).__name__}")
+    try:
+        return CompiledGrammar(grammar, vocab, limits, progress, use_slices=slices)
+    except MemoryError as e:
+        # a huge vocab_size or automaton: a cfgmask error, not a bare MemoryError
+        raise BudgetExceeded(
+            f"out of memory while compiling {grammar!r} for vocab_size={vocab.vocab_size} "
+            f"({e or 'allocation failed'})") from e
 
 
 class CompiledGrammar:
@@ -123,6 +184,9 @@ class CompiledGrammar:
 
     def allocate_bitmask(self, batch=1):
         """A zeroed ``int32 [batch, ceil(V/32)]`` array in the layout :meth:`Matcher.fill_bitmask` writes."""
+        batch = _token_id(batch, "batch")
+        if batch < 1:
+            raise ConfigurationError(f"batch must be at least 1, got {batch}")
         return np.zeros((batch, self.bitmask_words), dtype=np.int32)
 
     def fill_bitmasks(self, matchers, bitmask):
@@ -131,6 +195,11 @@ class CompiledGrammar:
         Validates the array once and takes the lock once for the whole batch;
         raises :class:`DeadEnd` naming the first row with no allowed token.
         """
+        if not isinstance(matchers, (list, tuple)):
+            raise ConfigurationError(f"fill_bitmasks needs a list of matchers, got {type(matchers).__name__}")
+        for i, m in enumerate(matchers):
+            if m is not None and not isinstance(m, Matcher):
+                raise ConfigurationError(f"fill_bitmasks: entry {i} is a {type(m).__name__}, not a Matcher")
         arr = _as_int32_rows(bitmask, self.bitmask_words)
         if arr.ndim != 2 or arr.shape[0] < len(matchers):
             raise ConfigurationError(f"bitmask needs shape [>= {len(matchers)}, W], got {arr.shape}")
@@ -158,18 +227,31 @@ class CompiledGrammar:
 class Matcher:
     """Tracks one output against the grammar, token by token.
 
-    All state lives in the Cython core; this wrapper validates arguments and
-    turns status codes into exceptions.  ``fill_bitmask`` raises
+    All parse state lives in the Cython core; this wrapper validates arguments
+    and turns status codes into exceptions.  ``fill_bitmask`` raises
     :class:`DeadEnd` when no token (EOS included) is allowed.
+
+    Token ids must be integers (``int``, numpy integers, 0-d integer arrays or
+    tensors); anything else raises :class:`ConfigurationError`.  An id outside
+    ``[0, vocab_size)`` is simply not allowed (:class:`TokenRejected`).
+
+    After EOS the matcher is finished and its mask is the EOS ids only, so
+    consuming an EOS id again is allowed: a no-op that keeps it finished.
+    Every successful consume counts as one token for :attr:`n_consumed` and
+    :meth:`rollback`, repeated EOS included (rolling back all of them and the
+    first EOS makes the matcher unfinished again).
     """
 
-    def __init__(self, compiled, _core=None):
+    def __init__(self, compiled, _core=None, _eos_extra=0):
         self.compiled = compiled
         if _core is None:
             _core = MatcherCore(compiled._runtime, Rows(compiled._cgrammar, compiled._dfa))
             _core.reset()
         self._core = _core
         self._words = compiled.bitmask_words
+        self._vocab_size = compiled.vocab.vocab_size
+        self._eos = frozenset(compiled.vocab.eos_token_ids)
+        self._eos_extra = _eos_extra  # EOS ids consumed after the matcher finished
         self._checked = self._checked_arr = None  # last validated bitmask (skip re-checking it)
 
     # ---- masks ----------------------------------------------------------
@@ -181,6 +263,7 @@ class Matcher:
         every word of the row is written (words past ``ceil(vocab_size/32)`` are zeroed).  Raises :class:`DeadEnd`
         when no token (EOS included) is allowed.
         """
+        row = _token_id(row, "row")
         if bitmask is not self._checked:
             arr = _as_int32_rows(bitmask, self._words)
             self._checked, self._checked_arr = bitmask, arr
@@ -203,47 +286,77 @@ class Matcher:
         buf = np.zeros(self._words, dtype=np.int32)
         self.fill_bitmask(buf)
         bits = np.unpackbits(buf.view(np.uint8), bitorder="little")
-        ids = np.flatnonzero(bits[: self.compiled.vocab.vocab_size]).astype(np.int32)
+        ids = np.flatnonzero(bits[: self._vocab_size]).astype(np.int32)
         return ids
 
     # ---- state changes ---------------------------------------------------
     def consume(self, token_id):
         """Advance by one token; raises :class:`TokenRejected` (state unchanged) if it is not allowed."""
-        tok = int(token_id)
-        with self.compiled._lock:
-            ok = self._core.try_consume(tok)
-        if not ok:
+        tok = _token_id(token_id)
+        if not self._try(tok):
             raise TokenRejected(
                 f"token {tok} ({self._token_repr(tok)}) is not allowed after "
-                f"{self._core.prefix()[-80:]!r}", token_id=tok, position=self._core.n_consumed())
+                f"{self._core.prefix()[-80:]!r}" + (" (the matcher is finished: only EOS is allowed)"
+                                                     if self._core.is_finished() else ""),
+                token_id=tok, position=self.n_consumed)
 
     def consume_many(self, token_ids):
         """Consume several tokens; on a rejection the tokens before it stay consumed and it raises."""
-        for t in token_ids:
+        if isinstance(token_ids, (str, bytes, bytearray)):
+            raise ConfigurationError(f"consume_many needs token ids, not {type(token_ids).__name__} "
+                                     "(raw bytes go to consume_bytes)")
+        if getattr(token_ids, "ndim", None) == 1 and _integer_dtype(token_ids):
+            token_ids = token_ids.tolist()  # a 1-D integer array or tensor
+        try:
+            it = iter(token_ids)
+        except TypeError:
+            raise ConfigurationError(
+                f"consume_many needs an iterable of token ids, got {type(token_ids).__name__}") from None
+        for t in it:
             self.consume(t)
 
     def try_consume(self, token_id):
-        """Like :meth:`consume` but returns False instead of raising."""
+        """Like :meth:`consume` but returns False instead of raising (a bad id type still raises)."""
+        return self._try(_token_id(token_id))
+
+    def _try(self, tok):
+        if not 0 <= tok < self._vocab_size:
+            return False  # also keeps ids >= 2**31 away from the C int argument
         with self.compiled._lock:
-            return self._core.try_consume(int(token_id))
+            if self._core.is_finished():
+                if tok in self._eos:
+                    self._eos_extra += 1
+                    return True
+                return False
+            return self._core.try_consume(tok)
 
     def consume_bytes(self, data):
         """Push raw bytes (not tokens); returns how many were accepted. For tests and tools."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise ConfigurationError(f"consume_bytes needs bytes, got {type(data).__name__}")
         with self.compiled._lock:
             return self._core.consume_bytes(np.frombuffer(bytes(data), dtype=np.uint8))
 
     def rollback(self, n_tokens):
-        """Undo the last ``n_tokens`` consumed tokens (EOS included)."""
-        self._core.rollback(int(n_tokens))
+        """Undo the last ``n_tokens`` consumed tokens (EOS included, see the class docstring)."""
+        n = _token_id(n_tokens, "rollback count")
+        total = self.n_consumed
+        if not 0 <= n <= total:
+            raise ConfigurationError(f"cannot roll back {n} tokens: {total} consumed")
+        extra = min(n, self._eos_extra)
+        self._eos_extra -= extra
+        with self.compiled._lock:
+            self._core.rollback(n - extra)
 
     def reset(self):
         """Back to the start of a document."""
         with self.compiled._lock:
             self._core.reset()
+            self._eos_extra = 0
 
     def copy(self):
         """An independent matcher in the same state."""
-        return Matcher(self.compiled, self._core.copy())
+        return Matcher(self.compiled, self._core.copy(), self._eos_extra)
 
     # ---- queries ---------------------------------------------------------
     def is_accepting(self):
@@ -267,6 +380,7 @@ class Matcher:
         generation loop can tokenize and append these without calling the
         model (constrained decoding that skips forward).
         """
+        limit = _token_id(limit, "limit")
         probe = self._core.copy()
         out = bytearray()
         with self.compiled._lock:
@@ -285,17 +399,30 @@ class Matcher:
 
     @property
     def n_consumed(self):
-        return self._core.n_consumed()
+        """Tokens consumed so far (each EOS included); what :meth:`rollback` can undo."""
+        return self._core.n_consumed() + self._eos_extra
 
     def _token_repr(self, tok):
         tb = self.compiled.vocab.token_bytes
         if 0 <= tok < len(tb):
+            if tok in self._eos:
+                return "EOS"
             return repr(tb[tok]) if tb[tok] is not None else "special"
         return "out of vocabulary"
 
     # test hook: compare the cached mask path against a plain full-trie walk
     def _set_use_cache(self, flag):
         self._core.use_cache = bool(flag)
+
+
+def _integer_dtype(arr):
+    """True for a numpy array or torch tensor of integers (bool excluded)."""
+    if getattr(arr, "dtype", None) is None:
+        return False
+    kind = getattr(arr.dtype, "kind", None)
+    if kind is not None:  # numpy
+        return kind in "iu"
+    return not (arr.dtype.is_floating_point or arr.dtype.is_complex or str(arr.dtype) == "torch.bool")
 
 
 def _as_int32_rows(bitmask, words):

@@ -156,19 +156,23 @@ class Grammar:
         the text if there is one".  Raises :class:`GrammarError` naming the
         rule or terminal when the grammar cannot be turned into an exact mask.
         """
-        import lark
-        from lark.exceptions import LarkError
+        from .lark_loader import load
 
         if not isinstance(text, str):
             raise GrammarError(f"grammar text must be str, not {type(text).__name__}",
                                where=source, construct="input")
         if not isinstance(start, str):
             raise GrammarError("start must be a single rule name", where=str(start), construct="start")
-        try:
-            parser = lark.Lark(text, start=start, parser="earley", lexer="dynamic",
-                               import_paths=list(import_paths), source_path=source)
-        except LarkError as e:
-            raise GrammarError(f"{source or 'grammar'}: {e}", where=source, construct="lark") from None
+        if isinstance(import_paths, (str, bytes)) or not all(
+                isinstance(p, (str, os.PathLike)) for p in _iter_or_none(import_paths)):
+            raise GrammarError("import_paths must be a list of directory paths",
+                               where=source, construct="input")
+        if word_boundary is not None and not isinstance(word_boundary, str):
+            raise GrammarError(f"word_boundary must be a regex class as str, not {type(word_boundary).__name__}",
+                               where="word_boundary", construct="input")
+        # Lark loads it; every failure (bad regex, missing %import, runaway templates,
+        # deep nesting) comes out as a GrammarError (see lark_loader)
+        parser = load(text, start, [str(p) for p in import_paths], source)
         if word_boundary is None:
             m = _WORD_BOUNDARY_PRAGMA.search(text)
             word_boundary = m.group(1) if m else ""
@@ -178,12 +182,18 @@ class Grammar:
     @classmethod
     def from_file(cls, path, start="start", *, word_boundary=None):
         """Load a ``.lark`` file; relative ``%import``s resolve next to it."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise GrammarError(f"grammar path must be str or a path, not {type(path).__name__}",
+                               where=str(path), construct="input")
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as e:
             raise GrammarError(f"cannot read grammar file {path}: {e.strerror}",
-                               where=str(path), construct="file") from None
+                               where=str(path), construct="file") from e
+        except UnicodeDecodeError as e:
+            raise GrammarError(f"grammar file {path} is not UTF-8 text (byte {e.start}: {e.reason})",
+                               where=str(path), construct="encoding") from e
         return cls.from_lark(text, start=start, import_paths=[str(path.parent)],
                              word_boundary=word_boundary, source=str(path))
 
@@ -202,6 +212,13 @@ class Grammar:
     @staticmethod
     def builtin_path(name):
         return _builtin_dir() / f"{name}.lark"
+
+
+def _iter_or_none(x):
+    try:
+        return list(x)
+    except TypeError:
+        return [None]
 
 
 def _nullable(n_symbols, rules):

@@ -7,27 +7,36 @@ Usage::
     proc = GrammarLogitsProcessor(compiled)
     out = model.generate(**inputs, logits_processor=[proc], max_new_tokens=256)
 
-How it follows ``generate`` (greedy and multinomial sampling):
+How it follows ``generate``:
 
 * One :class:`~cfgmask.Matcher` per row.  The first call of a generation
-  sees ``input_ids`` = the (left-padded) prompt: it records the prompt length
-  and consumes nothing.  Every later call sees exactly one new column, the
-  token chosen at the previous step, and each unfinished row consumes it.
+  sees ``input_ids`` = the (left-padded) prompt: it records the prompt and
+  consumes nothing.
+* Every call brings each row's matcher to *exactly* ``input_ids[r, P:]``
+  (``P`` = prompt length): it keeps the longest common prefix with what the
+  row has seen, rolls the matcher back to it and consumes the rest.  The
+  common step (the previous input plus one column) is one device comparison
+  and one ``consume`` per row.  So the same step called twice gives the same
+  mask, and assisted / prompt-lookup decoding
+  (``generate(..., prompt_lookup_num_tokens=4)`` or ``assistant_model=``
+  sharing this processor) is exact: draft tokens are checked against the
+  masks, each draft position is masked for its own prefix, and rejected
+  drafts are rolled back at the next call.
+* A consumed token the grammar does not allow raises
+  :class:`~cfgmask.TokenRejected` (a processor running after this one, beam
+  search picking a ``-inf`` token, or draft tokens from an assistant that
+  does not run this processor); the row stays in sync with the tokens before
+  it, and the next call resynchronises.
+* The processor never restarts on its own: a call whose batch size differs,
+  or whose first ``P`` columns are not the recorded prompt, raises
+  :class:`~cfgmask.ConfigurationError`.  Call :meth:`GrammarLogitsProcessor.reset`
+  between two ``generate`` calls that share a processor (or use one per call).
 * A row that consumed EOS is finished.  ``generate`` keeps feeding it pad
   tokens; its mask allows only EOS and pad (never an all ``-inf`` row, which
   would turn into NaN probabilities).
-* Each call compares ``input_ids[:, :-1]`` with (a copy of) the previous
-  call's ``input_ids``.  Equal: the same generation, one step on.  Otherwise,
-  when the batch size or the length changed or the prompt part differs, it
-  is a new generation and the processor starts over;
-  :meth:`GrammarLogitsProcessor.reset` does that explicitly (needed when the
-  new prompt *is* the previous prompt plus its output plus one token).
-* Rows are followed by position, so a row's earlier tokens must never change.
-  Beam search (``num_beams > 1``) reorders rows between steps: the check above
-  catches it and raises :class:`~cfgmask.ConfigurationError` (and with
-  ``batch_size`` given, already at the first step).  Assisted/speculative
-  decoding is not supported either.  This check is what makes the state
-  sound: a row whose whole history is unchanged has an unchanged matcher.
+* Beam search (``num_beams > 1``) is not supported: it can pick tokens the
+  mask forbade (then :class:`~cfgmask.TokenRejected`); with ``batch_size``
+  given it is refused at the first step.
 * The mask width is the logits width: ids beyond the compiled vocabulary are
   never allowed.
 * A row where no token at all is allowed raises :class:`~cfgmask.DeadEnd`.
@@ -89,6 +98,8 @@ def unpack_bitmask(bitmask, width):
 
     ``bitmask`` is int32 ``[B, W]`` (or ``[W]``); bits past ``32 * W`` are False.
     """
+    if not isinstance(bitmask, torch.Tensor):
+        raise ConfigurationError(f"bitmask must be an int32 torch tensor, got {type(bitmask).__name__}")
     squeeze = bitmask.dim() == 1
     bm = bitmask.unsqueeze(0) if squeeze else bitmask
     allowed = torch.zeros((bm.shape[0], width), dtype=torch.bool, device=bm.device)
@@ -191,6 +202,9 @@ def apply_token_bitmask_(logits, bitmask, kernel="auto"):
     can, torch otherwise).  All of them write exactly the same values.
     Returns ``logits``.
     """
+    if not isinstance(logits, torch.Tensor) or not isinstance(bitmask, torch.Tensor):
+        raise ConfigurationError(f"logits and bitmask must be torch tensors, got {type(logits).__name__} "
+                                 f"and {type(bitmask).__name__}")
     if bitmask.dtype != torch.int32:
         raise ConfigurationError(f"bitmask must be int32, got {bitmask.dtype}")
     if bitmask.device != logits.device:
@@ -232,14 +246,23 @@ def _rowwise(scores, op):
 
 # ------------------------------------------------------------------ processor
 
-def _as_id_set(x):
+def _is_id(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _as_id_set(x, what="token id"):
+    """``None``, an id, or a list / tensor of ids -> a set of ints (anything else is refused)."""
     if x is None:
         return set()
     if isinstance(x, torch.Tensor):
+        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+            raise ConfigurationError(f"{what} must be integer ids, got a {x.dtype} tensor")
         x = x.flatten().tolist()
-    if isinstance(x, (int, np.integer)):
+    if _is_id(x):
         return {int(x)}
-    return {int(i) for i in x}
+    if isinstance(x, (list, tuple, set, frozenset)) and all(_is_id(i) for i in x):
+        return {int(i) for i in x}
+    raise ConfigurationError(f"{what} must be an int or a list of ints, got {x!r:.60}")
 
 
 class GrammarLogitsProcessor(_LogitsProcessorBase):
@@ -274,7 +297,9 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         One per row of the current generation (after the first call).
     stats : dict
         ``steps``, ``row_steps``, ``fill_s`` (host time filling masks),
-        ``apply_s`` (copy + kernel launch), ``overruled`` and ``overrule_checked``.
+        ``apply_s`` (copy + kernel launch), ``overruled``, ``overrule_checked``,
+        ``resyncs`` (calls that were not "one new column") and ``rolled_back``
+        (tokens undone by them).
     """
 
     def __init__(self, compiled, batch_size=None, eos_token_id=None, pad_token_id=None, *,
@@ -284,11 +309,13 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                 f"GrammarLogitsProcessor needs a cfgmask.CompiledGrammar, got {type(compiled).__name__}")
         if kernel not in ("auto", "torch", "numpy", "triton"):
             raise ConfigurationError(f"kernel must be 'auto', 'torch', 'numpy' or 'triton', got {kernel!r}")
+        if batch_size is not None and (not _is_id(batch_size) or batch_size < 1):
+            raise ConfigurationError(f"batch_size must be a positive int, got {batch_size!r:.40}")
         self.compiled = compiled
         self.batch_size = None if batch_size is None else int(batch_size)
         self.vocab_eos = set(int(e) for e in compiled.vocab.eos_token_ids)
-        self.end_ids = self.vocab_eos | _as_id_set(eos_token_id) | _as_id_set(pad_token_id)
-        self.pad_ids = _as_id_set(pad_token_id)
+        self.pad_ids = _as_id_set(pad_token_id, "pad_token_id")
+        self.end_ids = self.vocab_eos | _as_id_set(eos_token_id, "eos_token_id") | self.pad_ids
         self.kernel = kernel
         self.check_rows = bool(check_rows)
         self.track_stats = bool(track_stats)
@@ -297,18 +324,37 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
 
     # ---- state ---------------------------------------------------------
     def reset(self):
-        """Forget the current generation; the next call starts a new one."""
-        self.matchers = None
-        self.finished = None       # per row: consumed EOS (or was stopped by generate)
-        self.stopped = None        # per row: generate stopped it before the grammar completed
+        """Forget the current generation; the next call starts a new one.
+
+        Call it between two ``generate`` calls that share this processor (or
+        use one processor per call): a call that does not continue the
+        generation being followed raises :class:`~cfgmask.ConfigurationError`.
+        """
+        self._rows = None          # one _Row per batch row
+        self._prompt = None        # the first call's input_ids (the prompt), on its device
         self._prompt_len = 0
-        self._prev_ids = None
+        self._ids = None           # the last call's input_ids when every row is in sync with it
         self.stats = {"steps": 0, "row_steps": 0, "fill_s": 0.0, "apply_s": 0.0,
-                      "overruled": 0, "overrule_checked": 0}
+                      "overruled": 0, "overrule_checked": 0, "resyncs": 0, "rolled_back": 0}
 
     @property
     def prompt_len(self):
         return self._prompt_len
+
+    @property
+    def matchers(self):
+        """One :class:`~cfgmask.Matcher` per row of the generation being followed (``None`` before it)."""
+        return None if self._rows is None else [row.matcher for row in self._rows]
+
+    @property
+    def finished(self):
+        """Per row: it consumed EOS, or ``generate`` stopped it (then only EOS/pad may follow)."""
+        return None if self._rows is None else [row.end is not None for row in self._rows]
+
+    @property
+    def stopped(self):
+        """Per row: ``generate`` stopped it (an end id the grammar did not allow) before the grammar completed."""
+        return None if self._rows is None else [row.stopped for row in self._rows]
 
     def _start(self, input_ids):
         B, L = input_ids.shape
@@ -317,57 +363,83 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                 f"GrammarLogitsProcessor was built for batch_size={self.batch_size} but generate passed "
                 f"{B} rows; num_beams > 1 (beam search) is not supported, and num_return_sequences "
                 "multiplies the rows (pass batch_size=batch*num_return_sequences)")
-        self.matchers = [self.compiled.matcher() for _ in range(B)]
-        self.finished = [False] * B
-        self.stopped = [False] * B
+        self._rows = [_Row(self.compiled.matcher()) for _ in range(B)]
+        self._prompt = input_ids.detach().clone()
         self._prompt_len = L
-        self.stats = {"steps": 0, "row_steps": 0, "fill_s": 0.0, "apply_s": 0.0,
-                      "overruled": 0, "overrule_checked": 0}
+        self._ids = self._prompt
 
-    def _is_continuation(self, input_ids):
-        """True when ``input_ids`` is the previous call's input plus one column.
+    def _sync(self, input_ids):
+        """Bring every row's matcher to exactly ``input_ids[r, prompt_len:]``.
 
-        One comparison of everything but the new column against a copy of the
-        previous input: it catches a new prompt and, for the same prompt, any
-        row whose history changed (beam search reorders rows), which is refused.
-        Rows whose whole history is unchanged have an unchanged matcher state,
-        so nothing that passes this check can desynchronise a matcher.
+        Per row: keep the longest common prefix with what the row has seen,
+        roll the matcher back to it, then consume the rest.  The common case
+        (the previous input plus one column) is one device comparison.
         """
-        if self.matchers is None or self._prev_ids is None:
-            return False
         B, L = input_ids.shape
-        prev = self._prev_ids
-        if B != prev.shape[0] or L != prev.shape[1] + 1 or prev.device != input_ids.device:
-            return False
-        if torch.equal(input_ids[:, :-1], prev):
-            return True
+        rows = self._rows
+        if B != len(rows):
+            raise ConfigurationError(
+                f"this processor follows a generation of {len(rows)} rows but was called with {B}: "
+                "call reset() before using it for another generate call (or create one processor per "
+                "call); num_beams > 1 (beam search) and num_return_sequences change the row count")
         P = self._prompt_len
-        if not torch.equal(input_ids[:, :P], prev[:, :P]):
-            return False  # a new prompt of a coincidental length: a new generation
-        raise ConfigurationError(
-            "the rows' earlier tokens changed between two steps of one generation: rows were "
-            "reordered or rewritten, which beam search (num_beams > 1) and assisted decoding do; "
-            "they are not supported. Call reset() if this is meant as a new generation.")
+        prev = self._ids
+        self._ids = None  # until every row is in sync with input_ids (an error may stop half way)
+        if (prev is not None and prev.device == input_ids.device and L == prev.shape[1] + 1
+                and torch.equal(input_ids[:, :-1], prev)):
+            for r, tok in enumerate(input_ids[:, -1].tolist()):
+                self._feed(r, rows[r], (tok,))
+            return
+        # general resync: a rollback, the same step again, several new columns, ...
+        if L < P or self._prompt.device != input_ids.device or \
+                not torch.equal(input_ids[:, :P], self._prompt):
+            raise ConfigurationError(
+                f"input_ids {tuple(input_ids.shape)} do not start with the prompt of the generation "
+                f"this processor follows ({B} x {P} tokens): a new generate call needs reset() first "
+                "(or a new processor); the processor never restarts on its own")
+        self.stats["resyncs"] += 1
+        for r, ids in enumerate(input_ids[:, P:].tolist()):
+            row = rows[r]
+            hist = row.hist
+            n = min(len(ids), len(hist))
+            k = 0
+            while k < n and ids[k] == hist[k]:
+                k += 1
+            if k < len(hist):
+                self.stats["rolled_back"] += len(hist) - k
+                row.truncate(k)
+            if k < len(ids):
+                self._feed(r, row, ids[k:])
 
-    def _advance(self, input_ids):
-        cols = input_ids[:, -1].tolist()
-        for r, tok in enumerate(cols):
-            if self.finished[r]:
-                continue
-            m = self.matchers[r]
+    def _feed(self, r, row, tokens):
+        """Append ``tokens`` to row ``r``; raises :class:`TokenRejected` at the first one not allowed
+        (the row stays in sync with the tokens before it)."""
+        m = row.matcher
+        for tok in tokens:
+            if row.end is not None:
+                if tok in self.end_ids:
+                    row.hist.append(tok)  # generate pads finished rows
+                    continue
+                raise TokenRejected(
+                    f"row {r} is finished (after {m.prefix[-60:]!r}) but got token {tok}, which is not "
+                    "EOS or padding", token_id=tok, position=m.n_consumed)
             if m.try_consume(tok):
+                row.hist.append(tok)
+                row.fed += 1
                 if m.is_finished():
-                    self.finished[r] = True
+                    row.end = row.fed
                 continue
             if tok in self.end_ids:
-                # generate stopped this row (a stopping criterion, not the grammar) and pads it.
-                self.finished[r] = True
-                self.stopped[r] = True
+                # generate stopped this row (a stopping criterion, not the grammar) and pads it
+                row.end = row.fed
+                row.stopped = True
+                row.hist.append(tok)
                 continue
             raise TokenRejected(
-                f"row {r}: generate chose token {tok}, which the grammar mask did not allow "
-                f"(after {m.prefix[-60:]!r}); another logits processor running after this one, "
-                "or a decoding strategy that can pick -inf tokens (beam search), changed the choice",
+                f"row {r}: token {tok} at position {len(row.hist)} was not allowed by the grammar mask "
+                f"(after {m.prefix[-60:]!r}); another logits processor running after this one, beam "
+                "search (which can pick -inf tokens), or draft tokens from an assistant that does not "
+                "run this processor changed the choice",
                 token_id=tok, position=m.n_consumed)
 
     # ---- buffers -------------------------------------------------------
@@ -392,6 +464,12 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
 
     # ---- the call ------------------------------------------------------
     def __call__(self, input_ids, scores):
+        if not isinstance(input_ids, torch.Tensor) or not isinstance(scores, torch.Tensor):
+            raise ConfigurationError(
+                f"expected torch tensors input_ids and scores, got {type(input_ids).__name__} and "
+                f"{type(scores).__name__}")
+        if input_ids.dtype.is_floating_point or input_ids.dtype.is_complex or input_ids.dtype == torch.bool:
+            raise ConfigurationError(f"input_ids must hold integer token ids, got {input_ids.dtype}")
         if scores.dim() != 2 or input_ids.dim() != 2 or scores.shape[0] != input_ids.shape[0]:
             raise ConfigurationError(
                 f"expected input_ids [B, L] and scores [B, V], got {tuple(input_ids.shape)} and "
@@ -403,26 +481,22 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                 f"the logits have {V} columns but the vocabulary has {self.compiled.vocab.n_tokens} "
                 "tokens: compile against this model's tokenizer")
         t0 = time.perf_counter()
-        if self._is_continuation(input_ids):
-            try:
-                self._advance(input_ids)
-            except Exception:
-                self._prev_ids = None  # rows may be half advanced: the next call starts over
-                raise
-        else:
+        if self._rows is None:
             self._start(input_ids)
-        self._prev_ids = input_ids.detach().clone()
+        else:
+            self._sync(input_ids)
+            self._ids = input_ids.detach().clone()
 
         host = self._buffers(B, V, scores.device)
         if self._copy_done is not None:
             self._copy_done.synchronize()  # the previous copy out of the pinned buffer is done
         host.fill(0)
-        for r, m in enumerate(self.matchers):
-            if self.finished[r]:
+        for r, row in enumerate(self._rows):
+            if row.end is not None:
                 host[r] = self._end_row
                 continue
             try:
-                m.fill_bitmask(host, r)
+                row.matcher.fill_bitmask(host, r)
             except DeadEnd as e:
                 raise DeadEnd(f"row {r}: {e}", state=e.state, prefix=e.prefix) from None
         t1 = time.perf_counter()
@@ -431,7 +505,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
             top1 = _rowwise(scores, "argmax").tolist()
             hu = host.view(np.uint32)
             for r, t in enumerate(top1):
-                if not self.finished[r]:
+                if self._rows[r].end is None:
                     self.stats["overrule_checked"] += 1
                     if not (int(hu[r, t >> 5]) >> (t & 31)) & 1:
                         self.stats["overruled"] += 1
@@ -443,6 +517,9 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
             if self._copy_done is not None:
                 self._copy_done.record()
             mask = self._dev
+        # out of place, like transformers' own processors: prompt-lookup decoding passes the
+        # same logits tensor for every draft position and would see earlier masks in it
+        scores = scores.clone()
         apply_token_bitmask_(scores, mask, kernel=self.kernel)
         if self.check_rows:
             # one vectorised reduction; a row whose maximum is -inf has nothing left to choose
@@ -455,7 +532,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                     "before user processors); sample with top_k=0, top_p=1.0 (temperature is fine)")
         st = self.stats
         st["steps"] += 1
-        st["row_steps"] += sum(1 for f in self.finished if not f)
+        st["row_steps"] += sum(1 for row in self._rows if row.end is None)
         st["fill_s"] += t1 - t0
         st["apply_s"] += time.perf_counter() - t1
         return scores
@@ -467,26 +544,59 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         ``generate`` stops right after appending the final token (EOS or the
         ``max_new_tokens``-th), so the matchers are one token behind its
         output.  Call this with ``output`` (or ``output.sequences``) to bring
-        them up to date; returns :meth:`outputs`.
+        them up to date (the same resynchronisation as a step, so it also
+        follows assisted decoding's last rollback); returns :meth:`outputs`.
         """
-        if self.matchers is None or self._prev_ids is None:
-            raise ConfigurationError("finish() before any generation step (or after an error)")
-        if sequences.dim() != 2 or sequences.shape[0] != len(self.matchers):
-            raise ConfigurationError(f"finish() got shape {tuple(sequences.shape)} for {len(self.matchers)} rows")
-        sequences = sequences.to(self._prev_ids.device)
-        if sequences.shape == self._prev_ids.shape and torch.equal(sequences, self._prev_ids):
-            return self.outputs()
-        if not self._is_continuation(sequences):
+        if self._rows is None:
+            raise ConfigurationError("finish() before any generation step")
+        if hasattr(sequences, "sequences"):
+            sequences = sequences.sequences
+        if not isinstance(sequences, torch.Tensor) or sequences.dim() != 2 or \
+                sequences.shape[0] != len(self._rows):
             raise ConfigurationError(
-                f"finish() got {tuple(sequences.shape)}, which does not extend the last step's input "
-                f"{tuple(self._prev_ids.shape)} by one column: not this generation's output")
-        self._advance(sequences)
-        self._prev_ids = sequences.detach().clone()
+                f"finish() needs generate's output sequences [{len(self._rows)}, L], got "
+                f"{tuple(getattr(sequences, 'shape', ())) or type(sequences).__name__}")
+        sequences = sequences.to(self._prompt.device)
+        self._sync(sequences)
+        self._ids = sequences.detach().clone()
         return self.outputs()
 
     def outputs(self):
         """Per row: ``(bytes consumed, complete)``; complete means EOS was consumed by the grammar."""
-        if self.matchers is None:
+        if self._rows is None:
             return []
-        return [(m.prefix, self.finished[r] and not self.stopped[r])
-                for r, m in enumerate(self.matchers)]
+        return [(row.matcher.prefix, row.end is not None and not row.stopped) for row in self._rows]
+
+
+class _Row:
+    """What the processor knows about one batch row.
+
+    ``hist`` holds every column after the prompt that the row has been seen
+    with; the matcher has consumed ``hist[:fed]``, one matcher token each.
+    ``end`` is ``None`` while the row is live; once it consumed EOS it is
+    ``fed`` (the EOS is ``hist[end - 1]``); once ``generate`` stopped it with
+    an end id the grammar did not allow, it is the index of that id in
+    ``hist`` and ``stopped`` is set.  Columns after the end are padding.
+    """
+
+    __slots__ = ("matcher", "hist", "fed", "end", "stopped")
+
+    def __init__(self, matcher):
+        self.matcher = matcher
+        self.hist = []
+        self.fed = 0
+        self.end = None
+        self.stopped = False
+
+    def truncate(self, k):
+        """Keep only the first ``k`` columns (``k < len(hist)``), rolling the matcher back."""
+        del self.hist[k:]
+        if self.end is not None:
+            end_token_kept = k >= (self.end + 1 if self.stopped else self.end)
+            if end_token_kept:
+                return
+            self.end = None
+            self.stopped = False
+        if k < self.fed:
+            self.matcher.rollback(self.fed - k)
+            self.fed = k

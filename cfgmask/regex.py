@@ -199,6 +199,11 @@ def _too_large(name, limit, what):
         where=name, construct="automaton size")
 
 
+def _too_deep(name):
+    return GrammarError(f"terminal {name}: the regex is nested too deeply (Python's recursion "
+                        "limit was hit; flatten the nested groups)", where=name, construct="nesting depth")
+
+
 def _unsupported(name, construct, why):
     return GrammarError(f"terminal {name}: {construct} is not supported ({why})",
                         where=name, construct=construct)
@@ -884,12 +889,17 @@ def compile_regex(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_S
     """
     try:
         parsed = _sre_parse.parse(pattern, 0)
-    except re.error as exc:
+    except (re.error, OverflowError) as exc:
         raise GrammarError(f"terminal {name}: regex syntax error in {pattern!r} ({exc})",
                            where=name, construct="regex syntax") from exc
-    nfa = _NFABuilder(name, limit=_NFA_STATES_PER_DFA_STATE * max_states)
-    start = nfa.new_state()
-    final = nfa.build(parsed, parsed.state.flags, start)
+    except RecursionError as exc:
+        raise _too_deep(name) from exc
+    try:
+        nfa = _NFABuilder(name, limit=_NFA_STATES_PER_DFA_STATE * max_states)
+        start = nfa.new_state()
+        final = nfa.build(parsed, parsed.state.flags, start)
+    except RecursionError as exc:  # the AST walk recurses once per nesting level
+        raise _too_deep(name) from exc
     trans, accepting, follow = _determinize(nfa, start, final, max_states, name)
     trans, accepting, follow = _minimize_and_trim(trans, accepting, follow)
     return ByteDFA(trans, accepting, pattern=pattern, name=name,

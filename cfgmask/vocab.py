@@ -80,6 +80,10 @@ def unicode_to_bytes():
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>\Z")
 
 
+# token ids are int32 in the runtime and (vocab_size + 31) // 32 must not overflow it
+_MAX_VOCAB_SIZE = 2**31 - 32
+
+
 def _is_int(x):
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
@@ -138,6 +142,10 @@ class Vocabulary:
         if not _is_int(vocab_size):
             raise ConfigurationError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
         vocab_size = int(vocab_size)
+        if vocab_size > _MAX_VOCAB_SIZE:
+            raise ConfigurationError(
+                f"vocab_size={vocab_size} is too large: token ids are int32 and a bitmask row has "
+                f"ceil(vocab_size/32) int32 words, so vocab_size must be at most {_MAX_VOCAB_SIZE}")
         if vocab_size < n_tokens:
             raise ConfigurationError(
                 f"vocab_size={vocab_size} is smaller than the tokenizer ({n_tokens} token ids); "
@@ -147,6 +155,8 @@ class Vocabulary:
             eos_token_ids = ()
         elif _is_int(eos_token_ids):
             eos_token_ids = (eos_token_ids,)
+        elif isinstance(eos_token_ids, (str, bytes)) or not hasattr(eos_token_ids, "__iter__"):
+            raise ConfigurationError(f"eos_token_ids must be an int or a list of ints, got {eos_token_ids!r:.40}")
         eos = set()
         for e in eos_token_ids:
             if not _is_int(e):

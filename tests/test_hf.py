@@ -309,14 +309,15 @@ def test_reuse_across_generate_calls(tok, vocab, compiled_for):
     shared = GrammarLogitsProcessor(compiled)
     runs = [(PROMPTS[:2], 0), (PROMPTS[2:3], 1), (PROMPTS[:2], 0), (PROMPTS[1:4], 2)]
     for prompts, seed in runs:
+        shared.reset()  # a shared processor follows one generation at a time
         a, _ = generate(model, tok, shared, prompts, sample=True, seed=seed)
         b, _ = generate(model, tok, GrammarLogitsProcessor(compiled), prompts, sample=True, seed=seed)
         assert torch.equal(a.sequences, b.sequences)
-    # the explicit reset() works too: same prompt, same result
-    shared.reset()
-    c, _ = generate(model, tok, shared, PROMPTS[:2], sample=True, seed=0)
-    d, _ = generate(model, tok, GrammarLogitsProcessor(compiled), PROMPTS[:2], sample=True, seed=0)
-    assert torch.equal(c.sequences, d.sequences)
+    # without reset(), another generate call is refused, never silently restarted
+    with pytest.raises(ConfigurationError, match="reset"):
+        generate(model, tok, shared, PROMPTS[:1], sample=True, seed=0)   # another batch size
+    with pytest.raises(ConfigurationError, match="reset"):
+        generate(model, tok, shared, [PROMPTS[3], PROMPTS[0], PROMPTS[2]], sample=True, seed=0)  # another prompt
 
 
 def test_model_vocab_wider_than_tokenizer(tok, vocab, compiled_for):
@@ -353,22 +354,58 @@ def test_beam_search_is_refused(tok, vocab, compiled_for):
     with pytest.raises(ConfigurationError, match="num_beams"):
         model.generate(**enc, logits_processor=[proc], max_new_tokens=5, num_beams=2, do_sample=False,
                        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
-    # without batch_size: caught once the beams are reordered (the history check)
+    # without batch_size: every row is resynchronised exactly, so beams that reorder rows are
+    # followed; a beam that picks a token the mask forbade raises, naming beam search
     proc = GrammarLogitsProcessor(compiled)
-    with pytest.raises((ConfigurationError, TokenRejected), match="beam search"):
-        model.generate(**enc, logits_processor=[proc], max_new_tokens=30, num_beams=3, do_sample=False,
-                       pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+    try:
+        out = model.generate(**enc, logits_processor=[proc], max_new_tokens=30, num_beams=3,
+                             num_return_sequences=3, do_sample=False, pad_token_id=tok.pad_token_id,
+                             eos_token_id=tok.eos_token_id, return_dict_in_generate=True)
+    except TokenRejected as e:
+        assert "beam search" in str(e)
+    else:
+        P = enc["input_ids"].shape[1]
+        for row in out.sequences[:, P:].tolist():
+            m = compiled.matcher()
+            for t in row:
+                if m.is_finished():
+                    assert t in (tok.eos_token_id, tok.pad_token_id)
+                else:
+                    m.consume(t)
 
 
-def test_rewritten_history_is_refused(tok, vocab, compiled_for):
+def _replay_mask(compiled, ids, end_ids):
+    """Oracle: the allowed ids of a fresh matcher fed ``ids`` (a finished row allows the end ids)."""
+    m = compiled.matcher()
+    for t in ids:
+        if m.is_finished():
+            assert t in end_ids
+            continue
+        m.consume(t)
+    if m.is_finished():
+        return sorted(end_ids)
+    return m.allowed_tokens().tolist()
+
+
+def _check_masks(compiled, input_ids, scores, P, end_ids):
+    for r in range(input_ids.shape[0]):
+        got = torch.isfinite(scores[r]).nonzero().flatten().tolist()
+        assert got == _replay_mask(compiled, input_ids[r, P:].tolist(), end_ids), f"row {r}"
+
+
+def test_swapped_rows_are_followed_exactly(tok, vocab, compiled_for):
     compiled = compiled_for("json")
     V = vocab.vocab_size
-    a, b = (tok.encode(s, add_special_tokens=False)[0] for s in ("[", "{"))
+    lb, lc, q, one = (tok.encode(s, add_special_tokens=False)[0] for s in ("[", "{", '"', "1"))
     proc = GrammarLogitsProcessor(compiled)
+    end = {tok.eos_token_id}
     _step(proc, torch.tensor([[5, 6], [5, 6]]), V)
-    _step(proc, torch.tensor([[5, 6, a], [5, 6, b]]), V)
-    with pytest.raises(ConfigurationError, match="reordered"):  # rows swapped, as beam search does
-        _step(proc, torch.tensor([[5, 6, b, b], [5, 6, a, a]]), V)
+    _step(proc, torch.tensor([[5, 6, lb], [5, 6, lc]]), V)
+    x = torch.tensor([[5, 6, lc, q], [5, 6, lb, one]])  # rows swapped, as beam search does
+    s = _step(proc, x, V)
+    _check_masks(compiled, x, s, 2, end)
+    assert [m.prefix for m in proc.matchers] == [b'{"', b"[1"]
+    assert proc.stats["rolled_back"] == 2
 
 
 # ------------------------------------------------------- direct calls
@@ -408,7 +445,7 @@ def test_finished_rows_get_end_only_masks(tok, vocab, compiled_for):
     assert proc.outputs() == [(b"1", True), (b"11", True)]
 
 
-def test_new_generation_is_detected(tok, vocab, compiled_for):
+def test_another_generation_is_refused_until_reset(tok, vocab, compiled_for):
     compiled = compiled_for("json")
     V = vocab.vocab_size
     brace = tok.encode("{", add_special_tokens=False)[0]
@@ -416,15 +453,165 @@ def test_new_generation_is_detected(tok, vocab, compiled_for):
     _step(proc, torch.tensor([[5, 6]]), V)
     _step(proc, torch.tensor([[5, 6, brace]]), V)
     assert proc.matchers[0].prefix == b"{"
-    # a new prompt of the same length as the next step would have: detected by the prompt check
-    _step(proc, torch.tensor([[9, 9, 9]]), V)
-    assert proc.matchers[0].prefix == b"" and proc.prompt_len == 3
-    # a shorter input: new generation
-    _step(proc, torch.tensor([[5]]), V)
-    assert proc.prompt_len == 1
-    # a different batch size: new generation
+    for bad in ([[9, 9, 9]],      # another prompt of the length the next step would have
+                [[5]],            # shorter than the prompt
+                [[5, 6], [5, 6]]):  # another batch size
+        with pytest.raises(ConfigurationError, match="reset"):
+            _step(proc, torch.tensor(bad), V)
+        assert proc.matchers[0].prefix == b"{" and proc.prompt_len == 2  # nothing restarted
+    proc.reset()
     _step(proc, torch.tensor([[5], [6]]), V)
-    assert len(proc.matchers) == 2
+    assert len(proc.matchers) == 2 and proc.prompt_len == 1
+
+
+# ------------------------------------------------- resynchronisation (finding 2)
+
+def _tid(tok, s):
+    ids = tok.encode(s, add_special_tokens=False)
+    assert len(ids) == 1, (s, ids)
+    return ids[0]
+
+
+def test_same_step_twice_gives_the_same_mask(tok, vocab, compiled_for):
+    compiled = compiled_for("json")
+    V = vocab.vocab_size
+    lb, one, rb = _tid(tok, "["), _tid(tok, "1"), _tid(tok, "]")
+    eos = tok.eos_token_id
+    proc = GrammarLogitsProcessor(compiled)
+    x = torch.tensor([[5, 6]])
+    _step(proc, x, V)
+    for t in (lb, one):
+        x = torch.cat([x, torch.tensor([[t]])], 1)
+        first = _step(proc, x, V)
+    again = _step(proc, x, V)  # "[1" once more: not a restart
+    assert torch.equal(torch.isfinite(first), torch.isfinite(again))
+    assert not torch.isfinite(again[0, eos])  # "[1" is not a complete document
+    _check_masks(compiled, x, again, 2, {eos})
+    x = torch.cat([x, torch.tensor([[rb]])], 1)
+    s = _step(proc, x, V)
+    assert torch.isfinite(s[0, eos])  # "[1]" is
+
+
+def test_rollback_and_several_new_columns(tok, vocab, compiled_for):
+    compiled = compiled_for("json")
+    V = vocab.vocab_size
+    t = {s: _tid(tok, s) for s in ("[", "1", ",", "2", "]", "{", "}")}
+    eos = tok.eos_token_id
+    proc = GrammarLogitsProcessor(compiled)
+    P = [5, 6, 7]
+    seqs = [[], ["[", "1", ","], ["[", "1", ",", "2"], ["[", "1"],        # three new columns, then a rollback
+            ["[", "1", "]"], ["[", "1", "]", None], ["[", "1", "]", None, None],  # EOS, then padding
+            ["[", "1", ","], ["{"], ["{", "}", None], ["{", "}"], []]
+    for seq in seqs:
+        x = torch.tensor([P + [t[c] if c else eos for c in seq]])
+        s = _step(proc, x, V)
+        _check_masks(compiled, x, s, len(P), {eos})
+        assert proc.finished == [None in seq]
+    assert proc.stats["rolled_back"] == 11 and proc.stats["resyncs"] == 7
+
+
+def test_random_resync_against_fresh_replay(tok, vocab, compiled_for):
+    """Random calls on two rows (extend by 0-3 allowed tokens, roll back, repeat a step);
+    every mask must equal a fresh matcher's after that row's tokens."""
+    compiled = compiled_for("json")
+    V = vocab.vocab_size
+    eos = tok.eos_token_id
+    rng = np.random.default_rng(7)
+    proc = GrammarLogitsProcessor(compiled)
+    P = [[5, 6], [7, 8]]
+    _step(proc, torch.tensor(P), V)  # the prompt
+    rows = [[], []]
+    for _ in range(60):
+        op = int(rng.integers(4))
+        if op == 0:
+            k = int(rng.integers(len(rows[0]) + 1))
+            rows = [rr[:k] for rr in rows]
+        elif op >= 2:
+            n = int(rng.integers(1, 4))
+            for r in range(2):
+                m = compiled.matcher()
+                for tt in rows[r]:
+                    if not m.is_finished():
+                        m.consume(tt)
+                for _ in range(n):
+                    tt = eos if m.is_finished() else int(rng.choice(m.allowed_tokens()))
+                    rows[r].append(tt)
+                    if not m.is_finished():
+                        m.consume(tt)
+        x = torch.tensor([P[r] + rows[r] for r in range(2)])
+        s = _step(proc, x, V)
+        _check_masks(compiled, x, s, 2, {eos})
+    assert proc.stats["rolled_back"] > 10
+
+
+def test_rejected_token_in_a_resync_then_recovery(tok, vocab, compiled_for):
+    compiled = compiled_for("json")
+    V = vocab.vocab_size
+    lb, one, x_ = _tid(tok, "["), _tid(tok, "1"), _tid(tok, "x")
+    proc = GrammarLogitsProcessor(compiled)
+    _step(proc, torch.tensor([[5]]), V)
+    with pytest.raises(TokenRejected, match="not allowed"):
+        _step(proc, torch.tensor([[5, lb, x_, one]]), V)
+    assert proc.matchers[0].prefix == b"["  # in sync with the tokens before the rejected one
+    x = torch.tensor([[5, lb, one]])
+    s = _step(proc, x, V)
+    _check_masks(compiled, x, s, 1, {tok.eos_token_id})
+
+
+def _greedy(model, tok, compiled, prompt, closer_after=30, max_new=40, **kw):
+    enc = encode(tok, [prompt])
+    P = enc["input_ids"].shape[1]
+    proc = GrammarLogitsProcessor(compiled)
+    out = model.generate(**enc, logits_processor=[Closer(tok, P, after=closer_after), proc],
+                         max_new_tokens=max_new, do_sample=False, pad_token_id=tok.pad_token_id,
+                         eos_token_id=tok.eos_token_id, return_dict_in_generate=True, output_scores=True, **kw)
+    return out, P, proc
+
+
+LOOKUP_PROMPTS = ['Example: {"name": "f1234", "tags": ["a", "b"], "n": 1}\nAnother: {"name": "',
+                  'Items: [1, 2, 3], [4, 5, 6], {"a": [1, 2, 3]}; now yours: [1, 2, 3',
+                  'SELECT name FROM t WHERE a = 1; SELECT name FROM t WHERE']
+
+
+@pytest.mark.parametrize("kind", ["prompt_lookup", "assistant"])
+def test_assisted_decoding_is_exact(kind, tok, vocab, compiled_for):
+    """Greedy assisted decoding (prompt lookup or an assistant model sharing the processor)
+    must give exactly the tokens of plain greedy decoding under the same masks: every draft
+    position is masked for its own prefix and rejected drafts are rolled back."""
+    model = model_for(vocab.vocab_size)
+    extra = ({"prompt_lookup_num_tokens": 4} if kind == "prompt_lookup"
+             else {"assistant_model": model_for(vocab.vocab_size, seed=1)})
+    rolled = 0
+    for name, prompt in (("json", LOOKUP_PROMPTS[0]), ("json", LOOKUP_PROMPTS[1]), ("sql", LOOKUP_PROMPTS[2])):
+        compiled = compiled_for(name)
+        plain, P, _ = _greedy(model, tok, compiled, prompt)
+        fast, P2, proc = _greedy(model, tok, compiled, prompt, **extra)
+        assert P == P2
+        assert torch.equal(plain.sequences, fast.sequences), (name, prompt)
+        check_rows(compiled, name, fast, P, tok.eos_token_id, tok.pad_token_id)
+        (data, done), = proc.finish(fast.sequences)
+        m = compiled.matcher()
+        for t in fast.sequences[0, P:].tolist():
+            if not m.is_finished():
+                m.consume(t)
+        assert (data, done) == (m.prefix, m.is_finished())
+        rolled += proc.stats["rolled_back"]
+    assert rolled > 0, "no draft was ever rejected: the test lost its teeth"
+
+
+def test_prompt_lookup_sampling_stays_in_grammar(tok, vocab, compiled_for):
+    model = model_for(vocab.vocab_size)
+    compiled = compiled_for("json")
+    for seed in range(2):
+        enc = encode(tok, [LOOKUP_PROMPTS[seed]])
+        P = enc["input_ids"].shape[1]
+        proc = GrammarLogitsProcessor(compiled)
+        torch.manual_seed(seed)
+        out = model.generate(**enc, logits_processor=[Closer(tok, P, after=20), proc], max_new_tokens=40,
+                             do_sample=True, temperature=1.0, top_k=0, top_p=1.0, prompt_lookup_num_tokens=4,
+                             pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                             return_dict_in_generate=True, output_scores=True)
+        check_rows(compiled, "json", out, P, tok.eos_token_id, tok.pad_token_id)
 
 
 def test_disallowed_choice_raises_token_rejected(tok, vocab, compiled_for):
@@ -433,7 +620,7 @@ def test_disallowed_choice_raises_token_rejected(tok, vocab, compiled_for):
     letter = tok.encode("x", add_special_tokens=False)[0]
     proc = GrammarLogitsProcessor(compiled)
     _step(proc, torch.tensor([[5, 6]]), V)
-    with pytest.raises(TokenRejected, match="did not allow"):
+    with pytest.raises(TokenRejected, match="not allowed by the grammar mask"):
         _step(proc, torch.tensor([[5, 6, letter]]), V)
 
 
@@ -511,3 +698,42 @@ def test_cuda_matches_cpu(tok, vocab, compiled_for):
         b = pg(x.cuda(), lg.cuda()).cpu()
         assert torch.equal(a, b)
         x = torch.cat([x, torch.tensor([[t]])], 1)
+
+
+# ------------------------------------------------------ the default model
+
+@pytest.fixture(scope="module")
+def smollm2():
+    """SmolLM2-135M-Instruct via cfgmask.models (converted once from the GGUF file, then cached)."""
+    from cfgmask import models
+    try:
+        lm, tk, _info = models.load(progress=None)
+    except ConfigurationError as e:
+        pytest.skip(f"default model unavailable: {e}")
+    return lm, tk
+
+
+def test_smollm2_prompt_lookup_stays_exact(smollm2):
+    """Finding 2 as reported: prompt-lookup decoding with the real model used to restart the
+    grammar at every draft and emit non-JSON (``\\n\\n{\\n  "name" \\n"f1234...``)."""
+    import json
+    lm, tk = smollm2
+    v = Vocabulary.from_hf(tk, vocab_size=lm.config.vocab_size)
+    compiled = cfgmask.compile(Grammar.builtin("json"), v)
+    msgs = [{"role": "system", "content": "Reply with JSON only."},
+            {"role": "user", "content": 'Here is a record: {"name": "f1234", "size": 12, "tags": ["a", "b"]}. '
+                                        "Write another record with the same keys."}]
+    text = tk.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    enc = tk(text, return_tensors="pt", add_special_tokens=False)
+    P = enc["input_ids"].shape[1]
+    proc = GrammarLogitsProcessor(compiled)
+    out = lm.generate(**enc, logits_processor=[proc], max_new_tokens=40, do_sample=False,
+                      prompt_lookup_num_tokens=4, eos_token_id=tk.eos_token_id, pad_token_id=tk.pad_token_id)
+    assert proc.stats["resyncs"] > 0, "prompt lookup never drafted: the test lost its teeth"
+    m = compiled.matcher()
+    for t in out[0, P:].tolist():
+        if not m.is_finished():
+            m.consume(t)  # raises if the processor let a token through that the grammar refuses
+    assert proc.finish(out) == [(m.prefix, m.is_finished())]
+    assert m.is_accepting(), m.prefix  # the model copies the record: a complete document
+    assert isinstance(json.loads(m.prefix.decode("utf-8")), dict)

@@ -1,0 +1,321 @@
+"""Load Lark grammar text so that every failure is a :class:`GrammarError` and nothing hangs.
+
+Lark loads a grammar in two steps.  ``lark.load_grammar.load_grammar`` parses
+the text and resolves ``%import``s into a ``lark.load_grammar.Grammar`` (rule
+trees, templates not yet expanded); ``lark.Lark`` then compiles it, and its
+``ApplyTemplates`` step adds one new rule per template instance it meets,
+visiting each new rule's body in turn.  That loop ends only if the set of
+instances is finite: ``t{x}: x | t{t{x}}`` makes ``t{"a"}``, ``t{t{"a"}}``, ...
+forever.
+
+:func:`load` runs the first step itself, then expands the templates
+*symbolically* on the rule trees before Lark does (:func:`check_templates`):
+instances are hash-consed as ``(template, argument ids)``, so even names that
+would double in length at every level cost O(1) each.  The simulation stops
+with a :class:`GrammarError` at :data:`MAX_TEMPLATE_DEPTH` nested instances,
+:data:`MAX_TEMPLATE_INSTANCES` instances or :data:`MAX_TEMPLATE_NAME_CHARS`
+characters of instance names.  Only then is the loaded grammar handed to
+``lark.Lark``, so Lark's own expansion is known to be small.
+
+Invariants:
+
+* for every grammar within those bounds the result is the ``lark.Lark``
+  object ``lark.Lark(text, parser="earley", lexer="dynamic", ...)`` would give;
+* every exception out of :func:`load` is a :class:`GrammarError` naming the
+  construct (``%import``, ``encoding``, ``regex syntax``, ``nesting depth``,
+  ``template expansion``, ``lark``), with the original exception as
+  ``__cause__``.
+"""
+
+import re
+
+from .errors import GrammarError
+
+__all__ = ["load", "check_templates", "check_expansion_size", "MAX_TEMPLATE_DEPTH",
+           "MAX_TEMPLATE_INSTANCES", "MAX_TEMPLATE_NAME_CHARS", "MAX_BNF_ALTERNATIVES"]
+
+# Real grammars nest template instances a few levels deep (``sep{item{x}, ","}``);
+# a template that feeds itself a bigger argument grows by one level per round.
+MAX_TEMPLATE_DEPTH = 32
+MAX_TEMPLATE_INSTANCES = 10_000
+MAX_TEMPLATE_NAME_CHARS = 1_000_000
+# BNF alternatives Lark may generate for the whole grammar (javascript.lark: ~530);
+# Lark needs ~4 s for 8,192 and ~46 s for 65,536
+MAX_BNF_ALTERNATIVES = 20_000
+_REPEAT_BREAK_THRESHOLD = 50  # lark.load_grammar.REPEAT_BREAK_THRESHOLD (lark 1.3.1)
+
+
+def load(text, start, import_paths, source):
+    """``lark.Lark`` for ``text`` (Earley, dynamic lexer); see the module docstring."""
+    import lark
+    from lark.exceptions import LarkError
+    from lark.load_grammar import load_grammar
+
+    where = source or "grammar"
+    try:
+        loaded, _used_files = load_grammar(text, source or "<string>", list(import_paths), False)
+    except Exception as e:  # noqa: BLE001 - every failure becomes a GrammarError
+        raise _load_error(e, where, LarkError) from e
+    try:
+        instances = check_templates(loaded.rule_defs, where)
+        check_expansion_size(loaded.rule_defs, instances, where)
+    except RecursionError as e:
+        raise _nesting_error(where) from e
+    try:
+        return lark.Lark(loaded, start=start, parser="earley", lexer="dynamic",
+                         source_path=source or "<string>")
+    except Exception as e:  # noqa: BLE001
+        if isinstance(e, (re.error, RecursionError)) or _is_regex_module_error(e):
+            bad = _bad_terminal(loaded, start)
+            if bad is not None:
+                name, pattern, err = bad
+                shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
+                if isinstance(err, RecursionError):
+                    raise GrammarError(f"{where}: terminal {name} /{shown}/: the regex is nested too "
+                                       "deeply (Python's recursion limit was hit)",
+                                       where=name, construct="nesting depth") from e
+                raise GrammarError(f"{where}: terminal {name} /{shown}/: invalid regex ({err})",
+                                   where=name, construct="regex syntax") from e
+        raise _load_error(e, where, LarkError) from e
+
+
+def _load_error(e, where, lark_error):
+    if isinstance(e, GrammarError):
+        return e
+    if isinstance(e, lark_error):
+        return GrammarError(f"{where}: {e}", where=where, construct="lark")
+    if isinstance(e, RecursionError):
+        return _nesting_error(where)
+    if isinstance(e, UnicodeDecodeError):
+        return GrammarError(f"{where}: an imported grammar file is not UTF-8 text ({e})",
+                            where=where, construct="encoding")
+    if isinstance(e, (FileNotFoundError, IsADirectoryError)) or (
+            isinstance(e, OSError) and "Cannot find grammar" in str(e)):
+        missing = getattr(e, "filename", None) or str(e)
+        return GrammarError(f"{where}: %import: grammar file {missing} not found "
+                            "(relative imports resolve next to the importing file; pass import_paths "
+                            "or use Grammar.from_file)", where=str(missing), construct="%import")
+    if isinstance(e, OSError):
+        return GrammarError(f"{where}: %import: cannot read {getattr(e, 'filename', '')}: "
+                            f"{e.strerror or e}", where=where, construct="%import")
+    return GrammarError(f"{where}: Lark could not load the grammar ({type(e).__name__}: {e})",
+                        where=where, construct="lark")
+
+
+def _nesting_error(where):
+    return GrammarError(f"{where}: the grammar is nested too deeply to load (Python's recursion "
+                        "limit was hit; flatten deeply nested groups or rules)",
+                        where=where, construct="nesting depth")
+
+
+def _is_regex_module_error(e):
+    return type(e).__name__ == "error" and type(e).__module__.startswith("regex")
+
+
+def _bad_terminal(loaded, start):
+    """``(name, pattern, error)`` of the first terminal ``re`` cannot compile, or ``None``."""
+    try:
+        terminals, _rules, _ignore = loaded.compile([start] if isinstance(start, str) else start, ())
+    except Exception:  # noqa: BLE001 - only used to improve a message
+        return None
+    for t in terminals:
+        pattern = t.pattern.to_regexp()
+        try:
+            re.compile(pattern)
+        except (re.error, RecursionError, OverflowError) as err:
+            return t.name, pattern, err
+    return None
+
+
+# ---------------------------------------------------------------- templates
+
+def check_templates(rule_defs, where="grammar"):
+    """Expand Lark's templates symbolically; raise :class:`GrammarError` if it would not stop.
+
+    ``rule_defs`` are ``lark.load_grammar.Grammar.rule_defs``: ``(name,
+    params, tree, options)``, ``params`` non-empty for a template.  Mirrors
+    ``ApplyTemplates``/``_ReplaceSymbols``: every ``template_usage`` node met
+    in a rule (its arguments first) makes an instance, a parameter used as a
+    value or as the template name is replaced by the argument, and every
+    instance's body is visited in turn.  Returns the number of instances.
+    """
+    from lark import Tree
+    from lark.grammar import Symbol
+
+    templates = {name: (tuple(params), tree) for name, params, tree, _o in rule_defs if params}
+    if not templates:
+        return {}
+    term_id = {}    # key -> id; key ("sym", name) | ("lit", text) | ("inst", template, arg ids)
+    keys = []
+    depth = []
+    name_len = []
+    todo = []
+    total_chars = [0]
+
+    def intern(key, d, n):
+        i = term_id.get(key)
+        if i is None:
+            i = term_id[key] = len(keys)
+            keys.append(key)
+            depth.append(d)
+            name_len.append(n)
+        return i
+
+    def render(i, limit=100):
+        """The instance's Lark name, cut after about ``limit`` characters."""
+        parts, size = [], [0]
+
+        def go(j):
+            if size[0] > limit:
+                return
+            key = keys[j]
+            text = key[1] if key[0] != "inst" else key[1] + "{"
+            parts.append(text)
+            size[0] += len(text)
+            if key[0] == "inst":
+                for k, a in enumerate(key[2]):
+                    if k:
+                        parts.append(",")
+                    go(a)
+                parts.append("}")
+        go(i)
+        out = "".join(parts)
+        return out if size[0] <= limit else out[:limit] + "..."
+
+    def usages(tree):
+        """The template_usage nodes of ``tree`` that are not inside another one's arguments."""
+        stack = [tree]
+        while stack:
+            node = stack.pop()
+            if not isinstance(node, Tree):
+                continue
+            if node.data == "template_usage":
+                yield node
+                continue
+            stack.extend(reversed(node.children))
+
+    def value(node, env):
+        child = node.children[0] if isinstance(node, Tree) and node.data == "value" and \
+            len(node.children) == 1 else node
+        if isinstance(child, Symbol):
+            return env[child.name] if child.name in env else intern(("sym", child.name), 0, len(child.name))
+        if isinstance(child, Tree) and child.data == "template_usage":
+            return usage(child, env)
+        text = " ".join(str(c) for c in child.children) if isinstance(child, Tree) else str(child)
+        return intern(("lit", text), 0, len(text))
+
+    def usage(node, env):
+        head = node.children[0]
+        hname = getattr(head, "name", str(head))
+        if hname in env:  # a parameter used as the template name
+            hkey = keys[env[hname]]
+            hname = hkey[1] if hkey[0] == "sym" else None
+        args = tuple(value(c, env) for c in node.children[1:])
+        tpl = templates.get(hname)
+        if tpl is None or len(tpl[0]) != len(args):
+            return intern(("sym", f"?{hname}"), 0, 1)  # Lark itself reports the misuse
+        key = ("inst", hname, args)
+        i = term_id.get(key)
+        if i is not None:
+            return i
+        d = 1 + max(depth[a] for a in args)
+        n = len(hname) + 1 + sum(name_len[a] for a in args) + len(args)
+        i = intern(key, d, n)
+        total_chars[0] += n
+        if d > MAX_TEMPLATE_DEPTH:
+            raise GrammarError(
+                f"{where}: template {hname}: expansion does not terminate or nests instances more "
+                f"than {MAX_TEMPLATE_DEPTH} deep (at {render(i)}); a template that uses itself with "
+                "a bigger argument, like t{x}: x | t{t{x}}, creates a new rule forever",
+                where=hname, construct="template expansion")
+        if len(todo) + 1 > MAX_TEMPLATE_INSTANCES or total_chars[0] > MAX_TEMPLATE_NAME_CHARS or \
+                n > MAX_TEMPLATE_NAME_CHARS:
+            raise GrammarError(
+                f"{where}: template {hname}: expansion is too large (more than "
+                f"{MAX_TEMPLATE_INSTANCES} instances or {MAX_TEMPLATE_NAME_CHARS} characters of "
+                f"instance names, at {render(i)})", where=hname, construct="template expansion")
+        todo.append(i)
+        return i
+
+    for name, params, tree, _o in rule_defs:
+        if not params:
+            for node in usages(tree):
+                usage(node, {})
+    done = 0
+    while done < len(todo):
+        _inst, hname, args = keys[todo[done]]
+        done += 1
+        params, tree = templates[hname]
+        env = dict(zip(params, args))
+        for node in usages(tree):
+            usage(node, env)
+    counts = {}
+    for i in todo:
+        counts[keys[i][1]] = counts.get(keys[i][1], 0) + 1
+    return counts
+
+
+def check_expansion_size(rule_defs, instances, where="grammar"):
+    """Raise :class:`GrammarError` if Lark's conversion to BNF would make too many alternatives.
+
+    Lark turns each rule into plain alternatives by multiplying out what a
+    sequence contains: ``a? b? c?`` becomes 8 alternatives, ``("a"|"b") ~ 16``
+    65,536 (repeats below 50 are written out), and its loading time grows
+    with that number (46 s for 65,536).  The count here follows
+    ``EBNF_to_BNF`` and ``SimplifyRule_Visitor`` (duplicates not removed, so
+    it is an upper bound); ``instances`` (from :func:`check_templates`) says
+    how many times each template body is expanded.
+    """
+    from lark import Tree
+
+    limit = MAX_BNF_ALTERNATIVES
+
+    def cap(n):
+        return n if n <= limit else limit + 1
+
+    def count(node, extra):
+        if not isinstance(node, Tree):
+            return 1
+        d, ch = node.data, node.children
+        if d == "expansions":
+            return cap(sum(count(c, extra) for c in ch))
+        if d == "expansion":
+            n = 1
+            for c in ch:
+                n = cap(n * count(c, extra))
+            return n
+        if d == "alias":
+            return count(ch[0], extra)
+        if d == "maybe":
+            return cap(count(ch[0], extra) + 1)
+        if d == "expr":
+            c = count(ch[0], extra)
+            op = str(ch[1])
+            if op == "?":
+                return cap(c + 1)
+            if op in ("+", "*"):
+                extra[0] += 2 * c  # a new recursive rule: c alternatives, twice
+                return 1 if op == "+" else 2
+            if op == "~":
+                lo, hi = (int(ch[2]), int(ch[3] if len(ch) > 3 else ch[2]))
+                if hi < _REPEAT_BREAK_THRESHOLD:  # written out inline: sum of c**n
+                    return cap(sum(cap(c ** n) for n in range(lo, hi + 1)))
+                extra[0] += 2 * c * _REPEAT_BREAK_THRESHOLD  # split into helper rules
+                return 1
+        return 1  # a symbol, literal, range or template usage
+
+    total = 0
+    for name, params, tree, _o in rule_defs:
+        copies = instances.get(name, 0) if params else 1
+        if not copies:
+            continue
+        extra = [0]
+        n = cap((count(tree, extra) + extra[0]) * copies)
+        total += n
+        if n > limit or total > limit:
+            raise GrammarError(
+                f"{where}: rule {name} makes more than {limit} alternatives when Lark converts the "
+                "grammar to BNF (optional parts, alternatives and repeats inside one rule multiply: "
+                "a? b? c? is 8 alternatives, (\"a\"|\"b\") ~ 16 is 65,536); move groups into "
+                "rules of their own", where=name, construct="expansion size")
+    return total

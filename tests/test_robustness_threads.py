@@ -1,0 +1,231 @@
+"""Threads: 8 replays on one compiled grammar while other threads copy and read the matchers.
+
+Eight threads replay eight different SQL queries token by token (SmolLM2
+tokenizer) on *one* freshly compiled grammar, so its lazy caches are cold and
+fills call back into Python, which lets the other threads run in the middle
+of a fill (the SQL grammar has many lexer states, so caches stay cold for
+long).  Two more threads keep copying the replaying matchers and reading
+``prefix``.  Everything is compared with a serial replay of the same
+documents on another compiled grammar:
+
+* every mask, ``is_accepting`` and the final EOS of every replay must equal
+  the serial ones (the replays share caches, never state);
+* every copy must be a state its owner really was in: its ``prefix`` the
+  bytes of its ``n_consumed`` first tokens, its mask the serial mask there.
+  Today a copy taken during a fill captures the walk's speculative bytes
+  (issue 12 finding 3), so that check is ``xfail(strict=True)`` until the
+  runtime makes copies safe (or refuses them from another thread with a
+  cfgmask error, which this test accepts).
+
+The scenario runs in a subprocess, so that using a torn copy cannot crash
+pytest; the copy check repeats it (cold caches each time) up to six rounds,
+since the race shows in most rounds but not all.  Thread *speed* is a benchmark (benchmarks/bench_robustness.py).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+DOCS = [  # SQLite queries in the style of Spider
+    "SELECT t1.name, COUNT(*) FROM singer AS t1 JOIN concert AS t2 ON t1.id = t2.sid "
+    "WHERE t2.year != 2014 GROUP BY t1.name HAVING count(*) >= 2;",
+    "SELECT name FROM stadium WHERE capacity > (SELECT avg(capacity) FROM stadium) ORDER BY name DESC;",
+    'SELECT DISTINCT country FROM singer WHERE age > 20 AND name LIKE "%Joe%" LIMIT 5;',
+    "SELECT count(*) FROM cars_data WHERE horsepower > 150 UNION SELECT count(*) FROM model_list;",
+    "SELECT T1.first_name, T2.title FROM people AS T1 LEFT JOIN books AS T2 ON T1.id = T2.author_id "
+    "WHERE T2.year BETWEEN 1990 AND 2000;",
+    "SELECT max(salary), min(salary), department_id FROM employees GROUP BY department_id "
+    "ORDER BY max(salary) DESC;",
+    'SELECT name FROM pets WHERE pet_type = "dog" EXCEPT SELECT name FROM pets WHERE weight < 10;',
+    "SELECT avg(T1.rating) FROM reviews AS T1 WHERE T1.item_id IN (SELECT id FROM items WHERE price > 9.5);",
+]
+
+
+def _tokenizer():
+    """SmolLM2's tokenizer: the converted-model cache if there, else the GGUF file."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import transformers
+    from cfgmask import models
+    try:
+        d = models.converted_dir(models.default_gguf_path())
+    except Exception:  # noqa: BLE001 - fall back to the GGUF loader
+        d = None
+    if d is not None and (d / "tokenizer.json").is_file():
+        return transformers.AutoTokenizer.from_pretrained(str(d), local_files_only=True)
+    from tests.vocabs import smollm2_tokenizer
+    return smollm2_tokenizer()
+
+
+def scenario(use_copies, seed=0):
+    """Run the threads; returns a dict of counts (see the module docstring)."""
+    import random
+    import threading
+
+    import numpy as np
+
+    import cfgmask
+    from cfgmask import CfgmaskError, Grammar, Vocabulary
+
+    tok = _tokenizer()
+    vocab = Vocabulary.from_hf(tok)
+    eos = tok.eos_token_id
+    docs = [tok.encode(d, add_special_tokens=False) for d in DOCS]
+    serial_c = cfgmask.compile(Grammar.builtin("sql"), vocab)
+    W = serial_c.bitmask_words
+    serial, accepting, boundary = [], [], []
+    for ids in docs:
+        m = serial_c.matcher()
+        masks, acc, pre = [], [], {0: b""}
+        for k, t in enumerate(ids):
+            buf = np.zeros(W, np.int32)
+            m.fill_bitmask(buf)
+            masks.append(buf.tobytes())
+            acc.append(m.is_accepting())
+            m.consume(t)
+            pre[k + 1] = m.prefix
+        buf = np.zeros(W, np.int32)
+        m.fill_bitmask(buf)
+        masks.append(buf.tobytes())
+        acc.append(m.is_accepting())
+        serial.append(masks)
+        accepting.append(acc)
+        boundary.append(pre)
+
+    c = cfgmask.compile(Grammar.builtin("sql"), vocab)  # cold caches, shared by every thread
+    out = {"replay_bad": 0, "replay_errors": [], "copies": 0, "copy_bad": 0, "copy_refused": 0,
+           "copy_mask_bad": 0, "prefix_reads": 0, "prefix_bad": 0, "examples": []}
+    owners = [None] * len(docs)
+    in_fill = [False] * len(docs)
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def bump(key, example=None):
+        with lock:
+            out[key] += 1
+            if example is not None and len(out["examples"]) < 5:
+                out["examples"].append(example)
+
+    def replay(i):
+        try:
+            m = c.matcher()
+            owners[i] = m
+            for k, t in enumerate(docs[i] + [eos]):
+                buf = np.zeros(W, np.int32)
+                in_fill[i] = True  # aim the readers at matchers in the middle of a fill
+                m.fill_bitmask(buf)
+                in_fill[i] = False
+                if buf.tobytes() != serial[i][k] or m.is_accepting() != accepting[i][k]:
+                    bump("replay_bad", f"doc {i} position {k}")
+                m.consume(t)
+            if not m.is_finished() or m.prefix != boundary[i][len(docs[i])]:
+                bump("replay_bad", f"doc {i} end")
+        except Exception as e:  # noqa: BLE001 - reported
+            with lock:
+                out["replay_errors"].append(f"doc {i}: {type(e).__name__}: {e}")
+
+    def reader(r):
+        rng = random.Random(seed * 100 + r)
+        while not done.is_set():
+            busy = [j for j, f in enumerate(in_fill) if f]
+            i = rng.choice(busy) if busy and rng.random() < 0.9 else rng.randrange(len(docs))
+            m = owners[i]
+            if m is None:
+                continue
+            p = m.prefix
+            bump("prefix_reads")
+            if p not in boundary[i].values():
+                bump("prefix_bad", f"doc {i}: prefix read ...{p[-16:]!r}")
+            try:
+                cp = m.copy()
+                n, cp_prefix = cp.n_consumed, cp.prefix
+            except CfgmaskError:
+                bump("copy_refused")
+                continue
+            bump("copies")
+            if cp.is_finished():
+                n -= 1  # the EOS
+            if boundary[i].get(n) != cp_prefix:
+                bump("copy_bad", f"doc {i}: copy at {n} tokens holds ...{cp_prefix[-16:]!r}")
+                continue
+            if use_copies and not cp.is_finished() and rng.random() < 0.5:
+                buf = np.zeros(W, np.int32)
+                cp.fill_bitmask(buf)
+                if buf.tobytes() != serial[i][n]:
+                    bump("copy_mask_bad", f"doc {i}: copy's mask at {n}")
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        readers = [threading.Thread(target=reader, args=(r,)) for r in range(2)]
+        replays = [threading.Thread(target=replay, args=(i,)) for i in range(len(docs))]
+        for t in readers + replays:
+            t.start()
+        for t in replays:
+            t.join()
+        done.set()
+        for t in readers:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    out["positions"] = sum(len(d) + 1 for d in docs)
+    return out
+
+
+def rounds(use_copies, n_rounds):
+    """Run :func:`scenario` up to ``n_rounds`` times (cold caches each time), stopping at the
+    first round with an inconsistent copy or read; returns the summed counts."""
+    total = {}
+    for r in range(n_rounds):
+        res = scenario(use_copies, seed=r)
+        for k, v in res.items():
+            total[k] = total.get(k, 0) + v if isinstance(v, int) else total.get(k, []) + v
+        total["rounds"] = r + 1
+        if res["copy_bad"] or res["prefix_bad"] or res["copy_mask_bad"] or res["replay_bad"]:
+            break
+    return total
+
+
+def _run(use_copies, n_rounds):
+    code = ("import json, sys; sys.path.insert(0, %r)\n"
+            "from tests.test_robustness_threads import rounds\n"
+            "print('RESULT', json.dumps(rounds(%r, %d)))\n") % (ROOT, use_copies, n_rounds)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=600)
+    if "Skipped" in r.stderr and r.returncode != 0:
+        pytest.skip(r.stderr.strip().splitlines()[-1])
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert r.returncode == 0 and lines, f"the scenario died (rc {r.returncode}): {r.stderr[-1500:]}"
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+_RESULT = {}
+
+
+def result(use_copies, n_rounds):
+    if use_copies not in _RESULT:
+        _RESULT[use_copies] = _run(use_copies, n_rounds)
+    return _RESULT[use_copies]
+
+
+def test_concurrent_replays_match_serial_replay():
+    res = result(False, 1)
+    assert not res["replay_errors"], res["replay_errors"]
+    assert res["replay_bad"] == 0, res["examples"]
+    assert res["copies"] + res["copy_refused"] > 50, "the readers hardly ran: the test lost its teeth"
+
+
+@pytest.mark.xfail(strict=True, reason="runtime fix pending (issue 12 finding 3): copy() and prefix taken "
+                                       "during a fill in another thread capture speculative bytes")
+def test_concurrent_copies_and_reads_are_consistent():
+    # the race shows in most rounds, not all (it depends on scheduling): up to 6 rounds
+    res = result(True, 6)
+    assert not res["replay_errors"], res["replay_errors"]
+    assert res["replay_bad"] == 0, res["examples"]
+    assert res["copies"] + res["copy_refused"] > 50
+    assert res["copy_bad"] == 0 and res["prefix_bad"] == 0 and res["copy_mask_bad"] == 0, res
