@@ -4,22 +4,25 @@
 classes, grammar tables, token trie) and wraps the Cython runtime.  A
 :class:`CompiledGrammar` is immutable from the outside and can be shared by
 many matchers and threads: its only mutable parts are lazily filled caches
-(union-automaton transitions, per-lexer-state token masks), which the runtime
-only touches while holding the GIL.
+(union-automaton transitions, per-lexer-state entries, continuations), which
+the runtime fills under one lock and reads without one (``_fast/_matcher.pyx``).
+Fills run without the GIL, so threads working on different matchers run in
+parallel, and :meth:`CompiledGrammar.fill_bitmasks` fills a batch on several
+threads.  Each matcher has its own lock: its methods may be called from any
+thread.
 
 A :class:`Matcher` is one decoding in progress.  Its methods are the public
 API of DESIGN.md §3.
 """
 
 import sys
-import threading
 import time
 
 import numpy as np
 
 from ._fast._earley import CGrammar, Rows
 from ._fast._lexer import LazyDFA
-from ._fast._matcher import MatcherCore, Runtime
+from ._fast._matcher import MatcherCore, Runtime, fill_rows as _fill_rows
 from .errors import BudgetExceeded, ConfigurationError, DeadEnd, TokenRejected
 from .grammar import Grammar
 from .lexer import LexerSpec
@@ -33,30 +36,40 @@ class Limits:
     deep right recursion grows one item per nesting level per row).
     ``max_lexer_states``: states of the lazy union automaton.
     ``max_terminal_states``: DFA states of one terminal (``a{1,1000}`` guard).
+    ``max_cache_bytes``: memory of a compiled grammar's mask caches; past it the
+    least recently used entries are evicted before the next fill, and a single
+    fill that needs more than twice of it raises.
+    ``max_matcher_bytes``: memory of one matcher's Earley rows (right recursion
+    thousands deep grows them quadratically).
     """
 
     def __init__(self, max_items_per_row=100_000, max_lexer_states=200_000,
-                 max_terminal_states=20_000):
+                 max_terminal_states=20_000, max_cache_bytes=256 << 20,
+                 max_matcher_bytes=256 << 20):
         self.max_items_per_row = _positive_limit("max_items_per_row", max_items_per_row)
         self.max_lexer_states = _positive_limit("max_lexer_states", max_lexer_states)
         self.max_terminal_states = _positive_limit("max_terminal_states", max_terminal_states)
+        self.max_cache_bytes = _positive_limit("max_cache_bytes", max_cache_bytes, 2**62)
+        self.max_matcher_bytes = _positive_limit("max_matcher_bytes", max_matcher_bytes, 2**62)
 
     def __repr__(self):
         return (f"Limits(max_items_per_row={self.max_items_per_row}, "
                 f"max_lexer_states={self.max_lexer_states}, "
-                f"max_terminal_states={self.max_terminal_states})")
+                f"max_terminal_states={self.max_terminal_states}, "
+                f"max_cache_bytes={self.max_cache_bytes}, "
+                f"max_matcher_bytes={self.max_matcher_bytes})")
 
 
 # limits are stored in C int32 fields by the runtime
 _LIMIT_MAX = 2**31 - 1
 
 
-def _positive_limit(name, value):
+def _positive_limit(name, value, upper=_LIMIT_MAX):
     if not _is_integer(value):
         raise ConfigurationError(f"Limits: {name} must be an int, got {type(value).__name__} ({value!r:.40})")
     value = int(value)
-    if not 1 <= value <= _LIMIT_MAX:
-        raise ConfigurationError(f"Limits: {name} must be between 1 and {_LIMIT_MAX}, got {value}")
+    if not 1 <= value <= upper:
+        raise ConfigurationError(f"Limits: {name} must be between 1 and {upper}, got {value}")
     return value
 
 
@@ -151,7 +164,7 @@ class CompiledGrammar:
         self.lexer_spec = LexerSpec(grammar, max_states=limits.max_terminal_states, progress=progress)
         t1 = time.perf_counter()
         self._dfa = LazyDFA(self.lexer_spec, max_states=limits.max_lexer_states)
-        self._cgrammar = CGrammar(grammar, limits.max_items_per_row)
+        self._cgrammar = CGrammar(grammar, limits.max_items_per_row, limits.max_matcher_bytes)
         if progress is not None:
             progress("token trie")
         self.trie = vocab.trie()  # built once per Vocabulary and cached there
@@ -165,8 +178,7 @@ class CompiledGrammar:
                                         flat, offsets, special, vocab.vocab_size, **options)
         self._runtime = Runtime(self._dfa, self._cgrammar, self.trie, flat, offsets, special,
                                 vocab.vocab_size, vocab.eos_token_ids, grammar.word_boundary,
-                                self.slices)
-        self._lock = threading.Lock()
+                                self.slices, limits.max_cache_bytes)
         self.timings = {"automata_s": t1 - t0, "trie_s": t2 - t1, "total_s": time.perf_counter() - t0}
 
     @property
@@ -189,11 +201,13 @@ class CompiledGrammar:
             raise ConfigurationError(f"batch must be at least 1, got {batch}")
         return np.zeros((batch, self.bitmask_words), dtype=np.int32)
 
-    def fill_bitmasks(self, matchers, bitmask):
+    def fill_bitmasks(self, matchers, bitmask, *, n_threads=None):
         """Fill row ``i`` of ``bitmask`` for ``matchers[i]`` (``None`` rows are left alone).
 
-        Validates the array once and takes the lock once for the whole batch;
-        raises :class:`DeadEnd` naming the first row with no allowed token.
+        The rows are filled without the GIL on up to ``n_threads`` threads
+        (default: one per row, at most the CPU count; 1 fills them in order).
+        Raises :class:`DeadEnd` naming the first row with no allowed token, or
+        the first row's error after every row has finished.
         """
         if not isinstance(matchers, (list, tuple)):
             raise ConfigurationError(f"fill_bitmasks needs a list of matchers, got {type(matchers).__name__}")
@@ -203,16 +217,16 @@ class CompiledGrammar:
         arr = _as_int32_rows(bitmask, self.bitmask_words)
         if arr.ndim != 2 or arr.shape[0] < len(matchers):
             raise ConfigurationError(f"bitmask needs shape [>= {len(matchers)}, W], got {arr.shape}")
-        dead = None
-        with self._lock:
-            for i, m in enumerate(matchers):
-                if m is None:
-                    continue
-                if m.compiled is not self:
-                    raise ConfigurationError(f"matcher {i} belongs to another compiled grammar")
-                if not m._core.fill_row(arr, i) and dead is None:
-                    dead = i
-        if dead is not None:
+        for i, m in enumerate(matchers):
+            if m is not None and m.compiled is not self:
+                raise ConfigurationError(f"matcher {i} belongs to another compiled grammar")
+        if n_threads is None:
+            n_threads = 0
+        n_threads = _token_id(n_threads, "n_threads")
+        if n_threads < 0:
+            raise ConfigurationError(f"n_threads must be >= 0, got {n_threads}")
+        dead = _fill_rows([None if m is None else m._core for m in matchers], arr, n_threads)
+        if dead >= 0:
             core = matchers[dead]._core
             raise DeadEnd(f"row {dead}: no token is allowed after {core.prefix()[-80:]!r}",
                           state=core.describe(), prefix=core.prefix())
@@ -252,7 +266,6 @@ class Matcher:
         self._vocab_size = compiled.vocab.vocab_size
         self._eos = frozenset(compiled.vocab.eos_token_ids)
         self._eos_extra = _eos_extra  # EOS ids consumed after the matcher finished
-        self._checked = self._checked_arr = None  # last validated bitmask (skip re-checking it)
 
     # ---- masks ----------------------------------------------------------
     def fill_bitmask(self, bitmask, row=0):
@@ -263,18 +276,11 @@ class Matcher:
         every word of the row is written (words past ``ceil(vocab_size/32)`` are zeroed).  Raises :class:`DeadEnd`
         when no token (EOS included) is allowed.
         """
-        row = _token_id(row, "row")
-        if bitmask is not self._checked:
-            arr = _as_int32_rows(bitmask, self._words)
-            self._checked, self._checked_arr = bitmask, arr
-        arr = self._checked_arr
-        if arr.ndim == 1:
-            if row != 0:
-                raise ConfigurationError("a 1-D bitmask has only row 0")
-        elif not 0 <= row < arr.shape[0]:
-            raise ConfigurationError(f"row {row} out of range for a bitmask of {arr.shape[0]} rows")
-        with self.compiled._lock:
-            any_allowed = self._core.fill_row(arr, row)
+        if type(row) is not int:
+            row = _token_id(row, "row")
+        arr = bitmask if type(bitmask) is np.ndarray else _as_int32_rows(bitmask, self._words)
+        # the core checks dtype, shape, strides, writability and the row on every call
+        any_allowed = self._core.fill_row(arr, row)
         if not any_allowed:
             raise DeadEnd(
                 f"no token is allowed after {self._core.prefix()[-80:]!r} "
@@ -322,20 +328,18 @@ class Matcher:
     def _try(self, tok):
         if not 0 <= tok < self._vocab_size:
             return False  # also keeps ids >= 2**31 away from the C int argument
-        with self.compiled._lock:
-            if self._core.is_finished():
-                if tok in self._eos:
-                    self._eos_extra += 1
-                    return True
-                return False
-            return self._core.try_consume(tok)
+        if self._core.is_finished():
+            if tok in self._eos:
+                self._eos_extra += 1
+                return True
+            return False
+        return self._core.try_consume(tok)
 
     def consume_bytes(self, data):
         """Push raw bytes (not tokens); returns how many were accepted. For tests and tools."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise ConfigurationError(f"consume_bytes needs bytes, got {type(data).__name__}")
-        with self.compiled._lock:
-            return self._core.consume_bytes(np.frombuffer(bytes(data), dtype=np.uint8))
+        return self._core.consume_bytes(np.frombuffer(bytes(data), dtype=np.uint8))
 
     def rollback(self, n_tokens):
         """Undo the last ``n_tokens`` consumed tokens (EOS included, see the class docstring)."""
@@ -345,14 +349,12 @@ class Matcher:
             raise ConfigurationError(f"cannot roll back {n} tokens: {total} consumed")
         extra = min(n, self._eos_extra)
         self._eos_extra -= extra
-        with self.compiled._lock:
-            self._core.rollback(n - extra)
+        self._core.rollback(n - extra)
 
     def reset(self):
         """Back to the start of a document."""
-        with self.compiled._lock:
-            self._core.reset()
-            self._eos_extra = 0
+        self._core.reset()
+        self._eos_extra = 0
 
     def copy(self):
         """An independent matcher in the same state."""
@@ -361,8 +363,7 @@ class Matcher:
     # ---- queries ---------------------------------------------------------
     def is_accepting(self):
         """True when EOS is allowed now (the output so far is a complete document)."""
-        with self.compiled._lock:
-            return self._core.accepting()
+        return self._core.accepting()
 
     def is_finished(self):
         """True once EOS has been consumed."""
@@ -370,8 +371,7 @@ class Matcher:
 
     def next_bytes(self):
         """The bytes that may come next (a byte-level mask; EOS not included)."""
-        with self.compiled._lock:
-            return self._core.next_bytes()
+        return self._core.next_bytes()
 
     def forced_bytes(self, limit=256):
         """The bytes every valid continuation starts with (up to ``limit``).
@@ -383,13 +383,12 @@ class Matcher:
         limit = _token_id(limit, "limit")
         probe = self._core.copy()
         out = bytearray()
-        with self.compiled._lock:
-            while len(out) < limit and not probe.accepting():
-                nxt = probe.next_bytes()
-                if len(nxt) != 1:
-                    break
-                probe.consume_bytes(np.frombuffer(nxt, dtype=np.uint8))
-                out += nxt
+        while len(out) < limit and not probe.accepting():
+            nxt = probe.next_bytes()
+            if len(nxt) != 1:
+                break
+            probe.consume_bytes(np.frombuffer(nxt, dtype=np.uint8))
+            out += nxt
         return bytes(out)
 
     @property

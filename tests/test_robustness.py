@@ -6,9 +6,8 @@ input raises a cfgmask error naming the cause (original exception as
 ``__cause__``), an error leaves the matcher as it was before the call, and
 masks agree with a fresh replay.
 
-Findings whose fix belongs to the Cython runtime rewrite (1, 3, 4, 5, 11b)
-are marked ``xfail(strict=True)``: they fail today, and the strict mark turns
-the fix into a visible XPASS so the mark gets removed at merge.  Crash-type
+Finding 11b (Leo's optimisation for right recursion) is still open and is
+marked ``xfail(strict=True)``, so that a fix shows as an XPASS.  Crash-type
 checks run in a subprocess so that a SIGSEGV cannot take pytest down.
 Speed findings (7, 11) are measured in ``benchmarks/bench_robustness.py``;
 here only what is deterministic is checked.
@@ -52,7 +51,6 @@ def run_python(code, timeout=300):
 
 # ------------------------------------------------------------------ finding 1
 
-@pytest.mark.xfail(strict=True, reason=RUNTIME_PENDING + ": bitmask validated once, then trusted by identity")
 @pytest.mark.parametrize("change", ["reshape", "readonly"])
 def test_f1_bitmask_changed_in_place_is_refused_not_overflowed(change):
     """The issue's repro: after one fill, an in-place reshape to (W, 1) (row W-1 then writes
@@ -115,7 +113,6 @@ def _smollm2_vocab():
     return smollm2_vocab()
 
 
-@pytest.mark.xfail(strict=True, reason=RUNTIME_PENDING + ": copy()/prefix see a fill's speculative bytes")
 def test_f3_copy_during_fill_in_another_thread_is_consistent():
     """A copy (and prefix / n_consumed) taken while the owner thread is inside fill_bitmask
     must show a state the owner was really in, or raise a cfgmask error (one owner thread)."""
@@ -170,7 +167,6 @@ def test_f3_copy_during_fill_in_another_thread_is_consistent():
 
 # ------------------------------------------------------------------ finding 4
 
-@pytest.mark.xfail(strict=True, reason=RUNTIME_PENDING + ": BudgetExceeded leaves pushed bytes on the stack")
 def test_f4_budget_exceeded_leaves_state_unchanged():
     g = Grammar.from_lark('start: l\nl: "a" l | "a"\n')
     v = Vocabulary([b"a", b"aaaa", None], eos_token_ids=[2])
@@ -212,8 +208,6 @@ def _limited(code):
         """)
 
 
-@pytest.mark.xfail(strict=True, reason=RUNTIME_PENDING + ": right recursion keeps O(n) items per row "
-                   "(O(n^2) memory) and no memory budget fires; Leo's optimisation or a per-matcher budget")
 def test_f5_right_recursion_memory_is_bounded():
     r = _limited("""
         g = cfgmask.Grammar.from_lark('start: r\\nr: "a" r | "a"\\n')
@@ -227,8 +221,6 @@ def test_f5_right_recursion_memory_is_bounded():
     assert r.stdout.startswith(("OK", "BUDGET")), r.stdout
 
 
-@pytest.mark.xfail(strict=True, reason=RUNTIME_PENDING + ": the per-lexer-state token cache grows without "
-                   "a memory budget (LRU eviction)")
 def test_f5_token_cache_memory_is_bounded():
     """Every consumed "a" enters a new lexer state, and each state's cache entry holds three
     bitmasks of vocab_size bits: 3 MB here, 6 GB for the 2,000 states of this document."""

@@ -21,6 +21,8 @@ cdef class CGrammar:
     cdef int32_t n_words
     cdef int32_t start_end_ptr     # rhs index of "$start -> start ." (the accepting item)
     cdef int32_t max_items_per_row
+    cdef int64_t max_matcher_bytes
+    cdef int32_t n_nonterminals
 
 cdef class Rows:
     cdef CGrammar g
@@ -51,13 +53,19 @@ cdef class Rows:
     cdef uint32_t gen
     cdef uint64_t* scratch_bits      # [n_words]
 
-    cdef int reset(self) except -1
-    cdef int push_scan(self, int32_t lex_state) except -1
-    cdef int _close_row(self, int32_t k) except -1
-    cdef int _predict(self, int32_t A, int32_t k) except -1
-    cdef int _add(self, int32_t ptr, int32_t origin) except -1
-    cdef int _grow_rows(self) except -1
-    cdef int _finish_row(self, int32_t k) except -1
-    cdef int _begin_row(self, int32_t k) except -1
-    cdef int _grow_seen(self, int32_t k) except -1
-    cdef uint64_t _stamp_for(self, int32_t r, const uint64_t* scanned) except 0
+    # per-stack cache of lexer start states by allowed set, in front of the shared table
+    cdef uint64_t* sc_keys           # [SC_SLOTS * n_words]
+    cdef int32_t* sc_vals            # [SC_SLOTS], -1 empty
+
+    cdef int reset(self) except -1 nogil
+    cdef int push_scan(self, int32_t lex_state) except -1 nogil
+    cdef int _close_row(self, int32_t k) except -1 nogil
+    cdef int _predict(self, int32_t A, int32_t k) except -1 nogil
+    cdef int _add(self, int32_t ptr, int32_t origin) except -1 nogil
+    cdef int _grow_items(self, int64_t need) except -1 nogil
+    cdef int _grow_rows(self) except -1 nogil
+    cdef int _finish_row(self, int32_t k) except -1 nogil
+    cdef int32_t _start_state(self, const uint64_t* allowed) except -2 nogil
+    cdef int _begin_row(self, int32_t k) except -1 nogil
+    cdef int _grow_seen(self, int32_t k) except -1 nogil
+    cdef uint64_t _stamp_for(self, int32_t r, const uint64_t* scanned) except 0 nogil

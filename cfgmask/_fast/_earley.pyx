@@ -39,12 +39,27 @@ from cfgmask.errors import BudgetExceeded
 
 cdef enum:
     STAMP_SLOTS = 8192    # canonical-stamp table slots per row stack (a power of two)
+    SC_SLOTS = 256        # start-state cache slots per row stack (a power of two)
+
+
+cdef int _raise_row_budget(int32_t k, int32_t limit) except -1 nogil:
+    with gil:
+        raise BudgetExceeded(
+            f"Earley row {k} exceeds {limit} items (deep right recursion or a highly ambiguous "
+            "grammar); raise Limits.max_items_per_row or rewrite the recursion")
+
+
+cdef int _raise_matcher_budget(int64_t used, int64_t limit) except -1 nogil:
+    with gil:
+        raise BudgetExceeded(
+            f"one matcher's Earley rows need more than {limit} bytes ({used} requested): "
+            "raise Limits.max_matcher_bytes, or shorten the document")
 
 
 cdef class CGrammar:
     """Immutable flat grammar tables, shared by every matcher of a compiled grammar."""
 
-    def __cinit__(self, grammar, int max_items_per_row=100000):
+    def __cinit__(self, grammar, int max_items_per_row=100000, int64_t max_matcher_bytes=1 << 28):
         T = grammar.n_terminals
         N = grammar.n_nonterminals
         rhs = np.ascontiguousarray(grammar.rhs, dtype=np.int32)
@@ -81,6 +96,8 @@ cdef class CGrammar:
         self.n_words = max(1, (T + 63) // 64)
         self.start_end_ptr = int(rstart[grammar.start_rule]) + 1
         self.max_items_per_row = max_items_per_row
+        self.max_matcher_bytes = max_matcher_bytes
+        self.n_nonterminals = N
 
 
 def _prediction_tables(rhs, lhs, rstart, nullable, T, N):
@@ -145,16 +162,16 @@ cdef class Rows:
         self.wait_cap = 1024
         self.wait = <int32_t*>malloc(sizeof(int32_t) * self.wait_cap)
         self.row_lex_start = <int32_t*>malloc(sizeof(int32_t) * self.rows_cap)
-        self.row_scanned = <uint64_t*>malloc(sizeof(uint64_t) * self.rows_cap * g.n_words)
+        self.row_scanned = <uint64_t*>malloc(sizeof(uint64_t) * self.rows_cap * self.g.n_words)
         self.row_accepting = <uint8_t*>malloc(self.rows_cap)
-        self.row_expected = <uint64_t*>malloc(sizeof(uint64_t) * self.rows_cap * g.n_words)
+        self.row_expected = <uint64_t*>malloc(sizeof(uint64_t) * self.rows_cap * self.g.n_words)
         self.seen_cap = 256
         self.seen_keys = <int64_t*>malloc(sizeof(int64_t) * self.seen_cap)
         self.seen_gen = <uint32_t*>calloc(self.seen_cap, sizeof(uint32_t))
         self.row_stamp = <uint64_t*>malloc(sizeof(uint64_t) * self.rows_cap)
-        n_nt = len(g._keep[4]) - 1
+        n_nt = len(self.g._keep[4]) - 1
         self.predicted_gen = <uint32_t*>malloc(sizeof(uint32_t) * max(1, n_nt))
-        self.scratch_bits = <uint64_t*>malloc(sizeof(uint64_t) * g.n_words)
+        self.scratch_bits = <uint64_t*>malloc(sizeof(uint64_t) * self.g.n_words)
         if (self.items == NULL or self.row_start == NULL or self.wait == NULL or self.row_wait_start == NULL or self.row_lex_start == NULL
                 or self.row_scanned == NULL or self.row_accepting == NULL
                 or self.row_expected == NULL or self.seen_keys == NULL or self.seen_gen == NULL
@@ -164,10 +181,13 @@ cdef class Rows:
         memset(self.predicted_gen, 0, sizeof(uint32_t) * max(1, n_nt))
         self.gen = 0
         self.next_stamp = 2
-        self.stamp_keys = <uint64_t*>calloc(STAMP_SLOTS * (g.n_words + 1), sizeof(uint64_t))
+        self.stamp_keys = <uint64_t*>calloc(STAMP_SLOTS * (self.g.n_words + 1), sizeof(uint64_t))
         self.stamp_vals = <uint64_t*>calloc(STAMP_SLOTS, sizeof(uint64_t))
-        if self.stamp_keys == NULL or self.stamp_vals == NULL:
+        self.sc_keys = <uint64_t*>calloc(SC_SLOTS * self.g.n_words, sizeof(uint64_t))
+        self.sc_vals = <int32_t*>malloc(sizeof(int32_t) * SC_SLOTS)
+        if self.stamp_keys == NULL or self.stamp_vals == NULL or self.sc_keys == NULL or self.sc_vals == NULL:
             raise MemoryError()
+        memset(self.sc_vals, 0xFF, sizeof(int32_t) * SC_SLOTS)
         self.reset()
 
     def __dealloc__(self):
@@ -184,10 +204,12 @@ cdef class Rows:
         free(self.row_stamp)
         free(self.stamp_keys)
         free(self.stamp_vals)
+        free(self.sc_keys)
+        free(self.sc_vals)
         free(self.predicted_gen)
         free(self.scratch_bits)
 
-    cdef int reset(self) except -1:
+    cdef int reset(self) except -1 nogil:
         """Row 0: the prediction closure of ``$start -> . start``."""
         self.n_rows = 0
         self.row_start[0] = 0
@@ -203,16 +225,16 @@ cdef class Rows:
         self.n_rows_mem = 1
         return 0
 
-    cdef int _begin_row(self, int32_t k) except -1:
+    cdef int _begin_row(self, int32_t k) except -1 nogil:
         # a new generation empties the dedup table and the prediction stamps at once
         self.gen += 1
         if self.gen == 0:  # wrapped: clear stamps
-            memset(self.predicted_gen, 0, sizeof(uint32_t) * (len(self.g._keep[4]) - 1 or 1))
+            memset(self.predicted_gen, 0, sizeof(uint32_t) * max(1, self.g.n_nonterminals))
             memset(self.seen_gen, 0, sizeof(uint32_t) * self.seen_cap)
             self.gen = 1
         return 0
 
-    cdef uint64_t _stamp_for(self, int32_t r, const uint64_t* scanned) except 0:
+    cdef uint64_t _stamp_for(self, int32_t r, const uint64_t* scanned) except 0 nogil:
         """The stamp of the row built from row ``r`` by scanning ``scanned``.
 
         Stamps name row *contents*: a row is determined by its parent row and
@@ -236,41 +258,48 @@ cdef class Rows:
         self.next_stamp += 1
         return self.stamp_vals[slot]
 
-    cdef int _grow_rows(self) except -1:
+    cdef int _grow_rows(self) except -1 nogil:
         cdef int32_t newcap = self.rows_cap * 2
         cdef int W = self.g.n_words
         p0 = <int32_t*>realloc(self.row_start, sizeof(int32_t) * (newcap + 1))
         if p0 == NULL:
-            raise MemoryError()
+            with gil:
+                raise MemoryError()
         self.row_start = p0
         p5 = <int32_t*>realloc(self.row_wait_start, sizeof(int32_t) * (newcap + 1))
         if p5 == NULL:
-            raise MemoryError()
+            with gil:
+                raise MemoryError()
         self.row_wait_start = p5
         p1 = <int32_t*>realloc(self.row_lex_start, sizeof(int32_t) * newcap)
         if p1 == NULL:
-            raise MemoryError()
+            with gil:
+                raise MemoryError()
         self.row_lex_start = p1
         p2 = <uint64_t*>realloc(self.row_scanned, sizeof(uint64_t) * newcap * W)
         if p2 == NULL:
-            raise MemoryError()
+            with gil:
+                raise MemoryError()
         self.row_scanned = p2
         p3 = <uint8_t*>realloc(self.row_accepting, newcap)
         if p3 == NULL:
-            raise MemoryError()
+            with gil:
+                raise MemoryError()
         self.row_accepting = p3
         p4 = <uint64_t*>realloc(self.row_expected, sizeof(uint64_t) * newcap * W)
         if p4 == NULL:
-            raise MemoryError()
+            with gil:
+                raise MemoryError()
         self.row_expected = p4
         p6 = <uint64_t*>realloc(self.row_stamp, sizeof(uint64_t) * newcap)
         if p6 == NULL:
-            raise MemoryError()
+            with gil:
+                raise MemoryError()
         self.row_stamp = p6
         self.rows_cap = newcap
         return 0
 
-    cdef int _add(self, int32_t ptr, int32_t origin) except -1:
+    cdef int _add(self, int32_t ptr, int32_t origin) except -1 nogil:
         """Add an item to the row under construction unless it is already there."""
         cdef int64_t key = (<int64_t>ptr << 32) | <uint32_t>origin
         cdef int32_t mask = self.seen_cap - 1
@@ -283,17 +312,9 @@ cdef class Rows:
         cdef int32_t k = self.n_rows
         cdef int32_t end = self.row_start[k + 1]
         if end - self.row_start[k] >= self.g.max_items_per_row:
-            raise BudgetExceeded(
-                f"Earley row {k} exceeds {self.g.max_items_per_row} items "
-                "(deep right recursion or a highly ambiguous grammar); raise max_items_per_row "
-                "or rewrite the recursion")
+            _raise_row_budget(k, self.g.max_items_per_row)
         if end >= self.items_cap:
-            newcap = self.items_cap * 2
-            p = <ItemC*>realloc(self.items, sizeof(ItemC) * newcap)
-            if p == NULL:
-                raise MemoryError()
-            self.items = p
-            self.items_cap = newcap
+            self._grow_items(end + 1)
         self.items[end].ptr = ptr
         self.items[end].origin = origin
         self.row_start[k + 1] = end + 1
@@ -303,14 +324,31 @@ cdef class Rows:
             self._grow_seen(k)
         return 0
 
-    cdef int _grow_seen(self, int32_t k) except -1:
+    cdef int _grow_items(self, int64_t need) except -1 nogil:
+        """Room for ``need`` items, within the matcher's memory budget."""
+        cdef int64_t newcap = self.items_cap
+        while newcap < need:
+            newcap *= 2
+        cdef int64_t used = newcap * sizeof(ItemC) + self.wait_cap * sizeof(int32_t)
+        if used > self.g.max_matcher_bytes:
+            _raise_matcher_budget(used, self.g.max_matcher_bytes)
+        p = <ItemC*>realloc(self.items, sizeof(ItemC) * newcap)
+        if p == NULL:
+            with gil:
+                raise MemoryError()
+        self.items = p
+        self.items_cap = newcap
+        return 0
+
+    cdef int _grow_seen(self, int32_t k) except -1 nogil:
         free(self.seen_keys)
         free(self.seen_gen)
         self.seen_cap *= 2
         self.seen_keys = <int64_t*>malloc(sizeof(int64_t) * self.seen_cap)
         self.seen_gen = <uint32_t*>calloc(self.seen_cap, sizeof(uint32_t))
         if self.seen_keys == NULL or self.seen_gen == NULL:
-            raise MemoryError()
+            with gil:
+                raise MemoryError()
         cdef int32_t i, h, mask = self.seen_cap - 1
         cdef int64_t key
         for i in range(self.row_start[k], self.row_start[k + 1]):
@@ -324,43 +362,34 @@ cdef class Rows:
             self.seen_gen[h] = self.gen
         return 0
 
-    cdef int _predict(self, int32_t A, int32_t k) except -1:
+    cdef int _predict(self, int32_t A, int32_t k) except -1 nogil:
         """Add what predicting nonterminal ``A`` adds to row ``k`` (see ``_prediction_tables``).
 
         These items all have origin ``k``; no other way of adding an item gives
         origin ``k`` (scans and completions keep an older origin), so they need
         no dedup beyond the per-nonterminal stamp, and ``_close_row`` skips them.
         """
-        cdef CGrammar g = self.g
         cdef int32_t q, B, j, end, n
-        for q in range(g.lc_start[A], g.lc_start[A + 1]):
-            B = g.lc_nts[q]
+        for q in range(self.g.lc_start[A], self.g.lc_start[A + 1]):
+            B = self.g.lc_nts[q]
             if self.predicted_gen[B] == self.gen:
                 continue
             self.predicted_gen[B] = self.gen
-            n = g.static_start[B + 1] - g.static_start[B]
+            n = self.g.static_start[B + 1] - self.g.static_start[B]
             end = self.row_start[k + 1]
-            if end + n - self.row_start[k] > g.max_items_per_row:
-                raise BudgetExceeded(
-                    f"Earley row {k} exceeds {g.max_items_per_row} items "
-                    "(deep right recursion or a highly ambiguous grammar); raise max_items_per_row "
-                    "or rewrite the recursion")
-            while end + n >= self.items_cap:
-                p = <ItemC*>realloc(self.items, sizeof(ItemC) * self.items_cap * 2)
-                if p == NULL:
-                    raise MemoryError()
-                self.items = p
-                self.items_cap *= 2
+            if end + n - self.row_start[k] > self.g.max_items_per_row:
+                _raise_row_budget(k, self.g.max_items_per_row)
+            if end + n >= self.items_cap:
+                self._grow_items(end + n + 1)
             for j in range(n):
-                self.items[end + j].ptr = g.static_ptrs[g.static_start[B] + j]
+                self.items[end + j].ptr = self.g.static_ptrs[self.g.static_start[B] + j]
                 self.items[end + j].origin = k
             self.row_start[k + 1] = end + n
         return 0
 
-    cdef int _close_row(self, int32_t k) except -1:
+    cdef int _close_row(self, int32_t k) except -1 nogil:
         """Predict and complete until the row is closed (``n_rows`` must equal ``k``)."""
-        cdef CGrammar g = self.g
-        cdef int32_t T = g.n_terminals
+        cdef int32_t T = self.g.n_terminals
         cdef int32_t i = self.row_start[k]
         cdef int32_t ptr, sym, origin, A, j, jend, q
         while i < self.row_start[k + 1]:
@@ -369,52 +398,57 @@ cdef class Rows:
                 i += 1          # a predicted item: its effects are in the prediction tables
                 continue
             ptr = self.items[i].ptr
-            sym = g.rhs[ptr]
+            sym = self.g.rhs[ptr]
             if sym < 0:
                 # only the origin row's waiting items can advance (right recursion
                 # makes rows long with completed items; never rescan those)
-                A = g.rule_lhs[-sym - 1]
+                A = self.g.rule_lhs[-sym - 1]
                 jend = self.row_wait_start[origin + 1]
                 for q in range(self.row_wait_start[origin], jend):
                     j = self.wait[q]
-                    if g.rhs[self.items[j].ptr] == A:
+                    if self.g.rhs[self.items[j].ptr] == A:
                         self._add(self.items[j].ptr + 1, self.items[j].origin)
             elif sym >= T:
                 A = sym - T
                 if self.predicted_gen[A] != self.gen:
                     self._predict(A, k)
-                if g.nullable[sym]:
+                if self.g.nullable[sym]:
                     self._add(ptr + 1, origin)
             i += 1
         return 0
 
-    cdef int _finish_row(self, int32_t k) except -1:
+    cdef int _finish_row(self, int32_t k) except -1 nogil:
         """Expected terminals, accepting flag and lexer start state of row ``k``."""
-        cdef CGrammar g = self.g
-        cdef int W = g.n_words
+        cdef int W = self.g.n_words
         cdef uint64_t* exp = &self.row_expected[<int64_t>k * W]
         cdef int32_t i, sym, w
         cdef uint8_t acc = 0
         cdef uint64_t any = 0
         cdef int32_t nw = self.row_wait_start[k]
         cdef int64_t need = nw + (self.row_start[k + 1] - self.row_start[k])
+        cdef int64_t newcap
+        cdef int32_t* pw
         if need > self.wait_cap:
-            newcap = max(need, self.wait_cap * 2)
+            newcap = need if need > self.wait_cap * 2 else self.wait_cap * 2
+            if newcap * sizeof(int32_t) + self.items_cap * sizeof(ItemC) > self.g.max_matcher_bytes:
+                _raise_matcher_budget(newcap * sizeof(int32_t) + self.items_cap * sizeof(ItemC),
+                                      self.g.max_matcher_bytes)
             pw = <int32_t*>realloc(self.wait, sizeof(int32_t) * newcap)
             if pw == NULL:
-                raise MemoryError()
+                with gil:
+                    raise MemoryError()
             self.wait = pw
             self.wait_cap = newcap
         for w in range(W):
             exp[w] = 0
         for i in range(self.row_start[k], self.row_start[k + 1]):
-            sym = g.rhs[self.items[i].ptr]
-            if sym >= g.n_terminals:
+            sym = self.g.rhs[self.items[i].ptr]
+            if sym >= self.g.n_terminals:
                 self.wait[nw] = i
                 nw += 1
             elif 0 <= sym:
                 exp[sym >> 6] |= (<uint64_t>1) << (sym & 63)
-            elif self.items[i].ptr == g.start_end_ptr and self.items[i].origin == 0:
+            elif self.items[i].ptr == self.g.start_end_ptr and self.items[i].origin == 0:
                 acc = 1
         self.row_accepting[k] = acc
         self.row_wait_start[k + 1] = nw
@@ -422,17 +456,33 @@ cdef class Rows:
             any |= exp[w]
         for w in range(W):
             self.scratch_bits[w] = exp[w] | (self.dfa.ignore_bits[w] if any else 0)
-        self.row_lex_start[k] = self.dfa.start_for(self.scratch_bits)
+        self.row_lex_start[k] = self._start_state(self.scratch_bits)
         return 0
 
-    cdef int push_scan(self, int32_t lex_state) except -1:
+    cdef int32_t _start_state(self, const uint64_t* allowed) except -2 nogil:
+        """The lexer start state for ``allowed``: this stack's own direct-mapped cache,
+        else the shared table (which takes the cache lock)."""
+        cdef int W = self.g.n_words
+        cdef uint64_t h = 1469598103934665603ULL
+        cdef int w
+        for w in range(W):
+            h = (h ^ allowed[w]) * 1099511628211ULL
+        cdef int64_t slot = <int64_t>((h >> 29) & (SC_SLOTS - 1))
+        cdef uint64_t* key = &self.sc_keys[slot * W]
+        if self.sc_vals[slot] >= 0 and memcmp(key, allowed, sizeof(uint64_t) * W) == 0:
+            return self.sc_vals[slot]
+        cdef int32_t sid = self.dfa.start_for(allowed)
+        memcpy(key, allowed, sizeof(uint64_t) * W)
+        self.sc_vals[slot] = sid
+        return sid
+
+    cdef int push_scan(self, int32_t lex_state) except -1 nogil:
         """End the pending lexeme (final lexer state ``lex_state``) on the top row.
 
         Returns 1 when a new row was pushed (possibly reused), 0 when only
         ``%ignore`` terminals accept the lexeme (the row stack is unchanged).
         """
-        cdef CGrammar g = self.g
-        cdef int W = g.n_words
+        cdef int W = self.g.n_words
         cdef int32_t r = self.n_rows - 1
         cdef int32_t k = r + 1
         cdef int32_t i, sym, w
@@ -450,13 +500,15 @@ cdef class Rows:
             return 1
         if k >= self.rows_cap:
             self._grow_rows()
-        # row k starts where row r ends (row_start[k] is already that value)
+        # row k starts where row r ends (row_start[k] is already that value); rows from k
+        # up are about to be overwritten: never reuse them, also if this build fails
+        self.n_rows_mem = k
         self.n_rows = k
         self.row_start[k + 1] = self.row_start[k]
         self._begin_row(k)
         for i in range(self.row_start[r], self.row_start[r + 1]):
-            sym = g.rhs[self.items[i].ptr]
-            if 0 <= sym < g.n_terminals and (self.scratch_bits[sym >> 6] >> (sym & 63)) & 1:
+            sym = self.g.rhs[self.items[i].ptr]
+            if 0 <= sym < self.g.n_terminals and (self.scratch_bits[sym >> 6] >> (sym & 63)) & 1:
                 self._add(self.items[i].ptr + 1, self.items[i].origin)
         self._close_row(k)
         self.n_builds += 1

@@ -1,4 +1,5 @@
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from cfgmask._fast._sync cimport cfg_rmutex, cfg_load_i32
 
 cdef struct LexTablesC:
     # Per union state; every array is allocated once for ``max_states`` states
@@ -18,6 +19,8 @@ cdef struct LexTablesC:
 
 cdef class LazyDFA:
     cdef LexTablesC c
+    cdef cfg_rmutex lock              # the one writer lock of a compiled grammar's caches
+    cdef bint lock_ok
     cdef object _keep
     # terminal automata over the byte classes
     cdef int32_t n_terms
@@ -48,30 +51,33 @@ cdef class LazyDFA:
     cdef int32_t start_count
     cdef uint64_t* ignore_bits     # [n_words]
 
-    cdef int32_t fill(self, int32_t s, uint8_t b) except -2
-    cdef int32_t fill_end(self, int32_t s, int cls) except -2
-    cdef int32_t start_for(self, const uint64_t* allowed) except -2
-    cdef int32_t _intern(self, const int32_t* key, int32_t n) except -2
-    cdef int32_t _aset_id(self, const uint64_t* bits) except -2
-    cdef int _grow_starts(self) except -1
-    cdef int _grow_hash(self) except -1
+    cdef int32_t fill(self, int32_t s, uint8_t b) except -2 nogil
+    cdef int32_t fill_end(self, int32_t s, int cls) except -2 nogil
+    cdef int32_t start_for(self, const uint64_t* allowed) except -2 nogil
+    cdef int32_t _fill(self, int32_t s, int cls) except -2 nogil
+    cdef int32_t _fill_end(self, int32_t s, int cls) except -2 nogil
+    cdef int32_t _start_for(self, const uint64_t* allowed) except -2 nogil
+    cdef int32_t _intern(self, const int32_t* key, int32_t n) except -2 nogil
+    cdef int32_t _aset_id(self, const uint64_t* bits) except -2 nogil
+    cdef int _grow_starts(self) except -1 nogil
+    cdef int _grow_hash(self) except -1 nogil
 
 
-cdef inline int32_t lex_step(LazyDFA dfa, int32_t s, uint8_t b) except -2:
+cdef inline int32_t lex_step(LazyDFA dfa, int32_t s, uint8_t b) except -2 nogil:
     """Next lexer state after byte ``b``; 0 = dead.  Computes a transition on first use."""
-    cdef int32_t t = dfa.c.trans[<int64_t>s * dfa.c.n_classes + dfa.c.class_of[b]]
+    cdef int32_t t = cfg_load_i32(&dfa.c.trans[<int64_t>s * dfa.c.n_classes + dfa.c.class_of[b]])
     if t:
         return t - 1
     return dfa.fill(s, b)
 
 
-cdef inline int32_t lex_end(LazyDFA dfa, int32_t s, int cls) except -2:
+cdef inline int32_t lex_end(LazyDFA dfa, int32_t s, int cls) except -2 nogil:
     """The state to scan when the lexeme in state ``s`` ends before a byte of class
     ``cls`` (``n_classes`` = end of input): ``s`` itself unless a trailing lookahead
     forbids some of its accepting terminals there."""
     if not dfa.c.restricted[s]:
         return s
-    cdef int32_t t = dfa.c.end_trans[<int64_t>s * (dfa.c.n_classes + 1) + cls]
+    cdef int32_t t = cfg_load_i32(&dfa.c.end_trans[<int64_t>s * (dfa.c.n_classes + 1) + cls])
     if t:
         return t - 1
     return dfa.fill_end(s, cls)

@@ -19,7 +19,13 @@ Invariants:
 * every non-dead state can still reach an accepting state (each terminal DFA
   is trimmed), so "live" and "not dead" are the same thing;
 * equal accepting-terminal sets get equal ``accept_id`` (0 = the empty set):
-  the mask caches group lexeme ends by it.
+  the mask caches group lexeme ends by it;
+* threads: reading a transition takes no lock.  A missing one is computed
+  under ``lock`` (shared with the mask caches of ``_matcher.pyx``), the new
+  state's arrays are written first and the transition is published last with
+  a release store, so a reader that sees it sees the whole state.  The key
+  pool, the state hash and the start-state table are only touched under the
+  lock.
 """
 
 from libc.stdlib cimport malloc, calloc, realloc, free
@@ -28,6 +34,8 @@ from libc.string cimport memset, memcpy, memcmp
 import numpy as np
 
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint64_t
+from cfgmask._fast._sync cimport (cfg_rmutex_init, cfg_rmutex_lock, cfg_rmutex_unlock,
+                                  cfg_rmutex_destroy, cfg_store_i32)
 
 
 cdef inline uint64_t _hash_words(const uint64_t* w, int n) noexcept nogil:
@@ -59,6 +67,9 @@ cdef class LazyDFA:
         cdef int b, w, t
         if max_states < 2:
             raise ValueError("max_states must be at least 2")
+        if cfg_rmutex_init(&self.lock) != 0:
+            raise MemoryError("cannot create the cache lock")
+        self.lock_ok = True
         self.n_terms = T
         self.c.n_classes = nc
         self.c.n_words = nw
@@ -142,6 +153,8 @@ cdef class LazyDFA:
             self.c.trans[b] = 1     # dead -> dead
 
     def __dealloc__(self):
+        if self.lock_ok:
+            cfg_rmutex_destroy(&self.lock)
         free(self.term_trans)
         free(self.term_acc)
         free(self.term_forb)
@@ -164,7 +177,7 @@ cdef class LazyDFA:
         free(self.ignore_bits)
 
     # ---- interning --------------------------------------------------------
-    cdef int32_t _aset_id(self, const uint64_t* bits) except -2:
+    cdef int32_t _aset_id(self, const uint64_t* bits) except -2 nogil:
         """Id of an accepting-terminal set (``n_words`` words), assigned on first sight."""
         cdef int nw = self.c.n_words
         cdef int64_t mask, i, j, newcap
@@ -175,7 +188,8 @@ cdef class LazyDFA:
             nk = <uint64_t*>calloc(newcap * nw, sizeof(uint64_t))
             nv = <int32_t*>calloc(newcap, sizeof(int32_t))
             if nk == NULL or nv == NULL:
-                raise MemoryError()
+                with gil:
+                    raise MemoryError()
             for i in range(self.aset_cap):
                 if self.aset_vals[i]:
                     j = <int64_t>(_hash_words(&self.aset_keys[i * nw], nw) & <uint64_t>(newcap - 1))
@@ -199,7 +213,7 @@ cdef class LazyDFA:
         self.n_asets += 1
         return self.n_asets - 1
 
-    cdef int32_t _intern(self, const int32_t* key, int32_t n) except -2:
+    cdef int32_t _intern(self, const int32_t* key, int32_t n) except -2 nogil:
         """The state with key ``key[:n]``, created (with its accepting set) if new."""
         cdef uint64_t h = _hash_key(key, n)
         cdef int64_t mask = self.h_cap - 1
@@ -218,16 +232,18 @@ cdef class LazyDFA:
             i = (i + 1) & mask
         s = self.c.n_states
         if s >= self.c.max_states:
-            from cfgmask.errors import BudgetExceeded
-            raise BudgetExceeded(f"lexer: more than {self.c.max_states} union-automaton states "
-                                 "(raise Limits.max_lexer_states, or make terminals overlap less)")
+            with gil:
+                from cfgmask.errors import BudgetExceeded
+                raise BudgetExceeded(f"lexer: more than {self.c.max_states} union-automaton states "
+                                     "(raise Limits.max_lexer_states, or make terminals overlap less)")
         # store the key
         if self.pool_n + n > self.pool_cap:
             while self.pool_n + n > self.pool_cap:
                 self.pool_cap *= 2
             p = <int32_t*>realloc(self.key_pool, sizeof(int32_t) * self.pool_cap)
             if p == NULL:
-                raise MemoryError()
+                with gil:
+                    raise MemoryError()
             self.key_pool = p
         off = self.pool_n
         memcpy(&self.key_pool[off], key, sizeof(int32_t) * n)
@@ -256,13 +272,14 @@ cdef class LazyDFA:
             self._grow_hash()
         return s
 
-    cdef int _grow_hash(self) except -1:
+    cdef int _grow_hash(self) except -1 nogil:
         cdef int64_t newcap = self.h_cap * 2
         cdef int32_t* nv = <int32_t*>calloc(newcap, sizeof(int32_t))
         cdef uint64_t* nh = <uint64_t*>calloc(newcap, sizeof(uint64_t))
         cdef int64_t i, j
         if nv == NULL or nh == NULL:
-            raise MemoryError()
+            with gil:
+                raise MemoryError()
         for i in range(self.h_cap):
             if self.h_vals[i]:
                 j = <int64_t>(self.h_hash[i] & <uint64_t>(newcap - 1))
@@ -278,10 +295,21 @@ cdef class LazyDFA:
         return 0
 
     # ---- transitions --------------------------------------------------------
-    cdef int32_t fill(self, int32_t s, uint8_t b) except -2:
-        """Compute and store the transition of ``s`` on ``b``'s class."""
-        cdef int cls = self.c.class_of[b]
+    cdef int32_t fill(self, int32_t s, uint8_t b) except -2 nogil:
+        """Compute and store the transition of ``s`` on ``b``'s class (under the lock)."""
+        cdef int32_t r
+        cfg_rmutex_lock(&self.lock)
+        try:
+            r = self._fill(s, self.c.class_of[b])
+        finally:
+            cfg_rmutex_unlock(&self.lock)
+        return r
+
+    cdef int32_t _fill(self, int32_t s, int cls) except -2 nogil:
         cdef int nc = self.c.n_classes
+        cdef int32_t known = self.c.trans[<int64_t>s * nc + cls]
+        if known:
+            return known - 1        # another thread computed it meanwhile
         cdef int32_t n = self.key_len[s]
         cdef const int32_t* key = &self.key_pool[self.key_off[s]]
         cdef int32_t j, t, nxt, m = 0
@@ -297,12 +325,24 @@ cdef class LazyDFA:
                     self.key_buf[m + 1] = nxt
                     m += 2
             r = self._intern(self.key_buf, m)
-        self.c.trans[<int64_t>s * nc + cls] = r + 1
+        cfg_store_i32(&self.c.trans[<int64_t>s * nc + cls], r + 1)
         return r
 
-    cdef int32_t fill_end(self, int32_t s, int cls) except -2:
+    cdef int32_t fill_end(self, int32_t s, int cls) except -2 nogil:
         """The state whose accepting terminals are those of ``s`` that may end before
         a byte of class ``cls`` (``n_classes``: end of input); 0 if none."""
+        cdef int32_t r
+        cfg_rmutex_lock(&self.lock)
+        try:
+            r = self._fill_end(s, cls)
+        finally:
+            cfg_rmutex_unlock(&self.lock)
+        return r
+
+    cdef int32_t _fill_end(self, int32_t s, int cls) except -2 nogil:
+        cdef int32_t known = self.c.end_trans[<int64_t>s * (self.c.n_classes + 1) + cls]
+        if known:
+            return known - 1
         cdef int32_t n = self.key_len[s]
         cdef int32_t j, t, st, f, m = 1
         cdef int32_t r
@@ -321,11 +361,21 @@ cdef class LazyDFA:
             self.key_buf[m + 1] = st
             m += 2
         r = self._intern(self.key_buf, m) if m > 1 else 0
-        self.c.end_trans[<int64_t>s * (self.c.n_classes + 1) + cls] = r + 1
+        cfg_store_i32(&self.c.end_trans[<int64_t>s * (self.c.n_classes + 1) + cls], r + 1)
         return r
 
-    cdef int32_t start_for(self, const uint64_t* allowed) except -2:
-        """Start state of the union automaton for ``allowed`` (n_words uint64)."""
+    cdef int32_t start_for(self, const uint64_t* allowed) except -2 nogil:
+        """Start state of the union automaton for ``allowed`` (n_words uint64), under
+        the lock (each row stack keeps its own cache in front of this table)."""
+        cdef int32_t r
+        cfg_rmutex_lock(&self.lock)
+        try:
+            r = self._start_for(allowed)
+        finally:
+            cfg_rmutex_unlock(&self.lock)
+        return r
+
+    cdef int32_t _start_for(self, const uint64_t* allowed) except -2 nogil:
         cdef int n = self.c.n_words
         cdef uint64_t h = _hash_words(allowed, n)
         cdef int32_t mask = self.start_cap - 1
@@ -352,7 +402,7 @@ cdef class LazyDFA:
         self.start_count += 1
         return sid
 
-    cdef int _grow_starts(self) except -1:
+    cdef int _grow_starts(self) except -1 nogil:
         cdef int n = self.c.n_words
         cdef int32_t oldcap = self.start_cap
         cdef uint64_t* okeys = self.start_keys
@@ -362,7 +412,8 @@ cdef class LazyDFA:
         self.start_keys = <uint64_t*>malloc(sizeof(uint64_t) * newcap * n)
         self.start_vals = <int32_t*>malloc(sizeof(int32_t) * newcap)
         if self.start_keys == NULL or self.start_vals == NULL:
-            raise MemoryError()
+            with gil:
+                raise MemoryError()
         for i in range(newcap):
             self.start_vals[i] = -1
         self.start_cap = newcap
@@ -379,15 +430,21 @@ cdef class LazyDFA:
 
     # ---- Python-visible helpers (tests, debugging) --------------------
     def py_step(self, int s, int b):
-        return lex_step(self, s, <uint8_t>b)
+        cdef int32_t r
+        with nogil:
+            r = lex_step(self, s, <uint8_t>b)
+        return r
 
     def py_start(self, allowed_mask):
         cdef int n = self.c.n_words
+        cdef int32_t r
         cdef uint64_t* buf = <uint64_t*>malloc(sizeof(uint64_t) * n)
         try:
             for w in range(n):
                 buf[w] = <uint64_t>((allowed_mask >> (64 * w)) & 0xFFFFFFFFFFFFFFFF)
-            return self.start_for(buf)
+            with nogil:
+                r = self.start_for(buf)
+            return r
         finally:
             free(buf)
 
@@ -398,7 +455,12 @@ cdef class LazyDFA:
         """The key of state ``s``: ``(terminal, state)`` pairs (``-1`` first for an ended state)."""
         if not 0 <= s < self.c.n_states:
             raise IndexError(s)
-        return tuple(self.key_pool[self.key_off[s] + j] for j in range(self.key_len[s]))
+        with nogil:
+            cfg_rmutex_lock(&self.lock)
+        try:
+            return tuple(self.key_pool[self.key_off[s] + j] for j in range(self.key_len[s]))
+        finally:
+            cfg_rmutex_unlock(&self.lock)
 
     def describe(self, int s, names):
         """Readable form of state ``s`` with terminal ``names``: ``{NAME@state, ...}``."""

@@ -1,8 +1,8 @@
 # cython: language_level=3
-"""Byte stack, token-trie walk and token masks.
+"""Byte stack, token masks and the mask caches.
 
 The state of a matcher is a stack indexed by *byte depth* (bytes consumed so
-far, plus the bytes a trie walk has pushed speculatively on top):
+far, plus bytes pushed speculatively on top):
 
 * ``st_lex[d]``   lexer state after ``d`` bytes (the pending lexeme);
 * ``st_nrows[d]`` number of Earley rows after ``d`` bytes (the top row is the
@@ -10,25 +10,45 @@ far, plus the bytes a trie walk has pushed speculatively on top):
 * ``st_byte[d]``  the ``d``-th byte (the word-boundary rule looks at it).
 
 Pushing a byte is one table lookup unless the lexeme ends; popping is setting
-``depth`` and truncating the row stack.  The pending lexeme is empty only at
-depth 0, because every pushed byte belongs to a lexeme.
+``depth`` and truncating the row stack.
 
-Masks.  A token whose bytes stay inside the pending lexeme is allowed or not
-by the lexer state ``q`` alone, so each ``q`` gets a cache entry (built once
-per compiled grammar by one lexer-only walk of the whole trie):
+Masks (all caches live in :class:`Runtime`, shared by every matcher of a
+compiled grammar):
 
-* ``inside``: tokens every byte of which ``q`` consumes;
-* deep exits: trie nodes where a byte leaves an accepting lexeme mid-token,
-  with the lexer state there; at mask time each such subtree is walked with the
-  parser (the row built for one exit state is reused by the others);
-* depth-0 exits: first bytes that end the pending lexeme right at the token
-  boundary; those tokens are allowed exactly as from the start state ``s'`` of
-  the row after scanning, so they come from ``s'``'s own entry, restricted to
-  those first bytes.
+* **entry** of lexer state ``q`` (one lexer-only walk of the token forest):
+  ``inside`` = tokens every byte of which ``q`` consumes (slices whose language
+  ``q`` contains are ORed in without a walk); the first bytes that end ``q``'s
+  lexeme at the token boundary; and **groups**: the trie nodes where a byte ends
+  the lexeme inside a token, one group per accepting-terminal set;
+* **continuation** of a group from the next lexeme's start state ``sp``: the
+  tokens whose remaining bytes stay inside the next lexeme, and the groups where
+  it ends again.  A cross slice (a space and a word) in a group is settled by one
+  containment check of its tail from ``sp``.
+
+A mask is ``inside(q)``, plus for each group one parser scan (memoised per
+row) and the cached continuation of the start state it leads to, recursively;
+plus, when ``q`` may end at the token boundary, the same from the start state
+of the next row, restricted to the first bytes that end ``q``.  A warm fill
+visits no trie node.
+
+Threads.  Every cache is filled on demand under one writer lock (the lexer's,
+recursive because a cache build steps the lexer) and read without a lock: an
+object is built completely, then published with a release store.  A fill runs
+without the GIL.  Caches are bounded by ``max_cache_bytes``: when they grow past
+it, the least recently used entries (with all their groups and continuations)
+are freed at the start of the next fill, once no fill is running.  Each
+matcher also has its own lock, so its methods are safe to call from several
+threads; a batch fill (:func:`fill_rows`) runs rows on OpenMP threads.
+
+Errors.  Every method leaves the matcher exactly as before the call when it
+raises (``BudgetExceeded``, ``MemoryError``): the byte stack is popped back and
+a row that was being rebuilt is marked invalid.
 """
 
 from libc.stdlib cimport malloc, calloc, realloc, free, qsort
 from libc.string cimport memset, memcpy
+from cpython.ref cimport PyObject
+from cython.parallel cimport prange
 
 import numpy as np
 cimport numpy as cnp
@@ -38,10 +58,14 @@ cnp.import_array()
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from cfgmask._fast._lexer cimport LazyDFA, lex_step, lex_end
 from cfgmask._fast._earley cimport CGrammar, Rows
+from cfgmask._fast._sync cimport (cfg_rmutex, cfg_rmutex_init, cfg_rmutex_lock, cfg_rmutex_unlock,
+                                  cfg_rmutex_destroy, cfg_load_ptr, cfg_store_ptr, cfg_load_i32,
+                                  cfg_store_i32, cfg_add_i64, cfg_yield)
 
 
 cdef enum:
     MEMO_SIZE = 4096     # memo slots per matcher (a power of two)
+
 
 cdef struct TokSet:
     int32_t n          # number of (word index, bits) pairs; -1 = dense (``bits`` has ``words`` entries)
@@ -49,21 +73,28 @@ cdef struct TokSet:
     uint32_t* bits
 
 
+cdef struct ContTable:
+    # Continuations of a group by next-lexeme start state.  Readers scan
+    # keys[0:n]; a writer fills keys[n], vals[n] before it raises n (release),
+    # or publishes a larger copy; old tables stay alive until their entry dies.
+    int32_t n
+    int32_t cap
+    int32_t* keys
+    void** vals          # Cont*
+
+
 cdef struct Group:
-    # Trie subtrees whose first byte ends a lexeme accepted by one terminal set.
+    # Forest nodes whose byte ends a lexeme accepted by one terminal set.
     int32_t scan_state   # a lexer state accepting exactly that set (what push_scan needs)
     int32_t n_nodes
-    int32_t* nodes       # forest nodes whose byte ends the lexeme and starts the next one
+    int32_t* nodes       # the nodes whose byte ends the lexeme and starts the next one
     int32_t n_cross
     int32_t* cross       # cross slices all of whose tokens' second bytes are in this group
-    int32_t n_conts
-    int32_t cap_conts
-    int32_t* cont_key    # next-lexeme start state of each cached continuation
-    void** cont_val      # Cont*
+    ContTable* conts
+    void* root           # the Entry that owns this group and everything built from it
 
 
 cdef struct Cont:
-    # What a group's subtrees do from one next-lexeme start state.
     TokSet bits          # tokens whose remaining bytes stay inside the next lexeme
     int32_t n_groups
     Group** groups       # where the next lexeme ends again inside a token
@@ -77,15 +108,12 @@ cdef struct Entry:
     uint32_t* fb_exit    # [words] tokens whose first byte ends q's lexeme; NULL if none
     uint32_t* fb_exit_nw # the same, minus first bytes in the word-boundary set
     uint8_t exit_byte[256]
-
-
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
-
-
-cdef inline int64_t _now_ns() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
+    int32_t q
+    int64_t last_used    # fill tick of the last use (for LRU eviction)
+    int64_t bytes        # memory held by the entry and everything it owns
+    void** owned         # every allocation of its groups and continuations
+    int32_t n_owned
+    int32_t cap_owned
 
 
 cdef inline void or_tokset(uint32_t* mask, const TokSet* ts, int32_t W) noexcept nogil:
@@ -104,12 +132,25 @@ cdef int _cmp_i64(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
+cdef int _raise_memory(str what) except -1:
+    raise MemoryError(f"cfgmask: out of memory ({what})")
+
+
+cdef int _raise_cache_budget(int64_t used, int64_t limit) except -1 nogil:
+    with gil:
+        from cfgmask.errors import BudgetExceeded
+        raise BudgetExceeded(
+            f"the mask caches of this compiled grammar hold {used} bytes, more than twice "
+            f"Limits.max_cache_bytes={limit}, within one fill: raise max_cache_bytes")
+
+
 cdef class Runtime:
-    """Everything a compiled grammar shares between its matchers: the trie,
-    the token bytes and the mask caches (entries, groups, continuations)."""
+    """Everything a compiled grammar shares between its matchers: the trie, the
+    token forest, the token bytes, the slices and the mask caches."""
     cdef LazyDFA dfa
     cdef CGrammar g
-    cdef object _keep
+    cdef list _keep
+    # the full trie (reference walk, first-byte sets)
     cdef const uint8_t* node_byte
     cdef const int32_t* node_depth
     cdef const int32_t* node_token
@@ -118,6 +159,16 @@ cdef class Runtime:
     cdef const uint8_t* tok_bytes
     cdef const int64_t* tok_off
     cdef const uint8_t* tok_special
+    cdef int32_t n_nodes
+    cdef int32_t max_depth
+    cdef int32_t n_tokens
+    cdef int32_t vocab_size
+    cdef int32_t words
+    cdef int32_t* eos_ids
+    cdef int32_t n_eos
+    cdef uint8_t wb[256]
+    cdef uint64_t class_bytes[256 * 4]  # bytes of each byte class
+    cdef TokSet first_byte[256]         # tokens whose first byte is b
     # the forest (slices.py): every token once, in the filtered trie of its slice or the rest trie
     cdef const uint8_t* f_byte
     cdef const int32_t* f_depth
@@ -130,7 +181,6 @@ cdef class Runtime:
     cdef int32_t* sl_lo               # own trie of slice i: forest nodes [lo, hi), lo its root
     cdef int32_t* sl_hi
     cdef int32_t* sl_parent           # a slice with a smaller language, or -1
-    cdef int32_t* sl_lead             # cross slices: the ignore byte, else -1
     cdef int32_t* sl_split            # cross slices: forest node of the lead byte, else -1
     cdef int32_t* sl_split_children   # cross slices: number of children of the split node
     cdef TokSet* sl_bits              # all tokens of slice i
@@ -144,41 +194,20 @@ cdef class Runtime:
     cdef int32_t rest_hi
     cdef uint64_t* sl_known           # [max lexer states] bit i: slice i checked; bit 32+i: tail i
     cdef uint64_t* sl_in              # [max lexer states] bit i: slice i contained; bit 32+i: tail i
-    cdef int64_t* bfs                 # containment product scratch
-    cdef int64_t bfs_cap
-    cdef int64_t* seen_pairs
-    cdef int64_t seen_cap
-    cdef int64_t n_seen
-    cdef uint32_t* seen_gen
-    cdef uint32_t seen_stamp
-    cdef public int64_t slice_hits
-    cdef public int64_t slice_checks
-    cdef int32_t n_nodes
-    cdef int32_t max_depth
-    cdef int32_t n_tokens
-    cdef int32_t vocab_size
-    cdef int32_t words
-    cdef int32_t* eos_ids
-    cdef int32_t n_eos
-    cdef uint8_t wb[256]
-    cdef uint64_t class_bytes[256 * 4]  # bytes of each byte class
-    cdef TokSet first_byte[256]         # tokens whose first byte is b
-    # caches
-    cdef Entry** entries              # [entries_cap], by lexer state
-    cdef int32_t entries_cap
-    cdef int32_t n_entries
-    cdef void** owned                 # every malloc'd cache object (Group*, Cont*), freed at the end
-    cdef int64_t n_owned
-    cdef int64_t owned_cap
-    cdef int64_t n_groups
-    cdef int64_t n_conts
+    # caches (written under dfa.lock)
+    cdef Entry** entries              # [max lexer states]
+    cdef int32_t max_states
+    cdef Entry* cur_owner             # the entry whose tree a build is adding to
     cdef int64_t cache_bytes
-    cdef uint64_t* loop_bits          # [loop_cap * 4] bytes on which a lexer state loops to itself
+    cdef int64_t max_cache_bytes
+    cdef int64_t tick                 # fills started (LRU clock)
+    cdef int64_t active               # fills running now
+    cdef int32_t evicting             # 1 while an eviction waits for fills to drain or runs
+    cdef uint64_t* loop_bits          # [max states * 4] bytes on which a lexer state loops to itself
     cdef uint8_t* loop_known
-    cdef int32_t loop_cap
     cdef int32_t* aid_state           # accept-set id -> a lexer state with that accepting set
     cdef int32_t aid_cap
-    # build scratch
+    # build scratch (only used under the lock)
     cdef int32_t* ls
     cdef uint8_t* pb
     cdef uint32_t* dense              # all zero between builds
@@ -187,16 +216,27 @@ cdef class Runtime:
     cdef int64_t* ex_keys
     cdef int64_t ex_n
     cdef int64_t ex_cap
-    cdef public int64_t whole_subtree_hits
+    cdef int64_t* bfs
+    cdef int64_t bfs_cap
+    cdef int64_t* seen_pairs
+    cdef uint32_t* seen_gen
+    cdef uint32_t seen_stamp
+    cdef int64_t seen_cap
+    cdef int64_t n_seen
+    # statistics
+    cdef public int64_t n_entries
+    cdef public int64_t n_groups
+    cdef public int64_t n_conts
     cdef public int64_t nodes_walked
-    cdef public int64_t entry_ns
-    cdef public int64_t cont_ns
-    cdef public int64_t cont_nodes
-    cdef public int64_t cont_nodes_ignore
+    cdef public int64_t whole_subtree_hits
+    cdef public int64_t slice_hits
+    cdef public int64_t slice_checks
+    cdef public int64_t evictions
     cdef public bint use_subtree_accept
 
     def __cinit__(self, LazyDFA dfa, CGrammar g, trie, token_bytes_flat, token_offsets,
-                  token_special, int vocab_size, eos_ids, word_boundary, slice_tables=None):
+                  token_special, int vocab_size, eos_ids, word_boundary, slice_tables=None,
+                  int64_t max_cache_bytes=1 << 29):
         self.dfa = dfa
         self.g = g
         nb = np.ascontiguousarray(trie.node_byte, dtype=np.uint8)
@@ -209,6 +249,10 @@ cdef class Runtime:
             tb = np.zeros(1, dtype=np.uint8)
         to = np.ascontiguousarray(token_offsets, dtype=np.int64)
         tsp = np.ascontiguousarray(token_special, dtype=np.uint8)
+        if ts.size == 0:
+            ts = np.full(1, -1, dtype=np.int32)
+        if tsp.size == 0:
+            tsp = np.zeros(1, dtype=np.uint8)
         if slice_tables is not None:
             fo = slice_tables.forest
             fb = np.ascontiguousarray(fo["node_byte"], dtype=np.uint8)
@@ -230,10 +274,10 @@ cdef class Runtime:
         self.node_depth = &v_nd[0]
         self.node_token = &v_nt[0]
         self.node_subtree_end = &v_ne[0]
-        self.token_same_next = &v_ts[0] if ts.size else NULL
+        self.token_same_next = &v_ts[0]
         self.tok_bytes = &v_tb[0]
         self.tok_off = &v_to[0]
-        self.tok_special = &v_tsp[0] if tsp.size else NULL
+        self.tok_special = &v_tsp[0]
         v_nb = fb
         v_nd = fd
         v_nt = ft
@@ -245,12 +289,15 @@ cdef class Runtime:
         self.f_n = fb.shape[0]
         self.n_nodes = nb.shape[0]
         self.max_depth = int(nd.max()) if nd.size else 0
-        self.n_tokens = tsp.shape[0]
+        self.n_tokens = len(token_offsets) - 1
         self.vocab_size = vocab_size
         self.words = (vocab_size + 31) // 32
+        self.max_cache_bytes = max_cache_bytes
         eos = [int(e) for e in eos_ids]
         self.n_eos = len(eos)
         self.eos_ids = <int32_t*>malloc(sizeof(int32_t) * max(1, self.n_eos))
+        if self.eos_ids == NULL:
+            _raise_memory("eos ids")
         for i, e in enumerate(eos):
             self.eos_ids[i] = e
         cdef int b, c
@@ -262,13 +309,12 @@ cdef class Runtime:
         for b in range(256):
             c = dfa.c.class_of[b]
             self.class_bytes[c * 4 + (b >> 6)] |= (<uint64_t>1) << (b & 63)
-        self.entries_cap = 256
-        self.entries = <Entry**>calloc(self.entries_cap, sizeof(Entry*))
-        self.owned_cap = 1024
-        self.owned = <void**>malloc(sizeof(void*) * self.owned_cap)
-        self.loop_cap = 256
-        self.loop_bits = <uint64_t*>calloc(self.loop_cap * 4, sizeof(uint64_t))
-        self.loop_known = <uint8_t*>calloc(self.loop_cap, 1)
+        self.max_states = dfa.c.max_states
+        self.entries = <Entry**>calloc(self.max_states, sizeof(Entry*))
+        self.loop_bits = <uint64_t*>calloc(<size_t>self.max_states * 4, sizeof(uint64_t))
+        self.loop_known = <uint8_t*>calloc(self.max_states, 1)
+        self.sl_known = <uint64_t*>calloc(self.max_states, sizeof(uint64_t))
+        self.sl_in = <uint64_t*>calloc(self.max_states, sizeof(uint64_t))
         self.aid_cap = 256
         self.aid_state = <int32_t*>malloc(sizeof(int32_t) * self.aid_cap)
         self.ls = <int32_t*>malloc(sizeof(int32_t) * (self.max_depth + 2))
@@ -278,26 +324,66 @@ cdef class Runtime:
         self.ex_cap = 1024
         self.ex_keys = <int64_t*>malloc(sizeof(int64_t) * self.ex_cap)
         self.sub_bytes = <uint64_t*>calloc(<size_t>self.f_n * 4, sizeof(uint64_t))
-        self.sl_known = <uint64_t*>calloc(dfa.c.max_states, sizeof(uint64_t))
-        self.sl_in = <uint64_t*>calloc(dfa.c.max_states, sizeof(uint64_t))
         self.bfs_cap = 1024
         self.bfs = <int64_t*>malloc(sizeof(int64_t) * self.bfs_cap)
         self.seen_cap = 1024
         self.seen_pairs = <int64_t*>malloc(sizeof(int64_t) * self.seen_cap)
         self.seen_gen = <uint32_t*>calloc(self.seen_cap, sizeof(uint32_t))
-        if (self.entries == NULL or self.owned == NULL or self.loop_bits == NULL
-                or self.loop_known == NULL or self.aid_state == NULL or self.ls == NULL
-                or self.pb == NULL or self.dense == NULL or self.touched == NULL or self.ex_keys == NULL
-                or self.sub_bytes == NULL or self.eos_ids == NULL or self.sl_known == NULL
-                or self.sl_in == NULL or self.bfs == NULL or self.seen_pairs == NULL
-                or self.seen_gen == NULL):
-            raise MemoryError()
+        if (self.entries == NULL or self.loop_bits == NULL or self.loop_known == NULL
+                or self.sl_known == NULL or self.sl_in == NULL or self.aid_state == NULL
+                or self.ls == NULL or self.pb == NULL or self.dense == NULL or self.touched == NULL
+                or self.ex_keys == NULL or self.sub_bytes == NULL or self.bfs == NULL
+                or self.seen_pairs == NULL or self.seen_gen == NULL):
+            _raise_memory(f"runtime tables for {self.max_states} lexer states")
         self._subtree_bytes()
         self.use_subtree_accept = False
         self._first_byte_sets()
         self._setup_slices(slice_tables)
         self.cache_bytes = 0
 
+    def __dealloc__(self):
+        cdef int64_t i
+        if self.entries != NULL:
+            for i in range(self.max_states):
+                if self.entries[i] != NULL:
+                    self._free_entry(self.entries[i])
+            free(self.entries)
+        for i in range(256):
+            free(self.first_byte[i].idx)
+            free(self.first_byte[i].bits)
+        if self.sl_bits != NULL:
+            for i in range(self.n_slices):
+                free(self.sl_bits[i].idx)
+                free(self.sl_bits[i].bits)
+        free(<void*>self.eos_ids)
+        free(<void*>self.loop_bits)
+        free(<void*>self.loop_known)
+        free(<void*>self.sl_known)
+        free(<void*>self.sl_in)
+        free(<void*>self.aid_state)
+        free(<void*>self.ls)
+        free(<void*>self.pb)
+        free(<void*>self.dense)
+        free(<void*>self.touched)
+        free(<void*>self.ex_keys)
+        free(<void*>self.sub_bytes)
+        free(<void*>self.bfs)
+        free(<void*>self.seen_pairs)
+        free(<void*>self.seen_gen)
+        free(<void*>self.sl_bits)
+        free(<void*>self.sl_lo)
+        free(<void*>self.sl_hi)
+        free(<void*>self.sl_parent)
+        free(<void*>self.sl_split)
+        free(<void*>self.sl_split_children)
+        free(<void*>self.sl_dfa)
+        free(<void*>self.sl_tail)
+        free(<void*>self.sl_reps_n)
+        free(<void*>self.sl_reps)
+        free(<void*>self.tl_reps_n)
+        free(<void*>self.tl_reps)
+
+    # ---- set-up ------------------------------------------------------------
     cdef int _setup_slices(self, tables) except -1:
         """Copy the slice tables (``cfgmask/slices.py``) into flat C arrays."""
         cdef int32_t n = 0 if tables is None else tables.n
@@ -316,7 +402,6 @@ cdef class Runtime:
         self.sl_lo = <int32_t*>calloc(m, sizeof(int32_t))
         self.sl_hi = <int32_t*>calloc(m, sizeof(int32_t))
         self.sl_parent = <int32_t*>calloc(m, sizeof(int32_t))
-        self.sl_lead = <int32_t*>calloc(m, sizeof(int32_t))
         self.sl_split = <int32_t*>calloc(m, sizeof(int32_t))
         self.sl_split_children = <int32_t*>calloc(m, sizeof(int32_t))
         self.sl_bits = <TokSet*>calloc(m, sizeof(TokSet))
@@ -326,11 +411,11 @@ cdef class Runtime:
         self.sl_reps = <uint8_t*>calloc(m * 256, 1)
         self.tl_reps_n = <int32_t*>calloc(m, sizeof(int32_t))
         self.tl_reps = <uint8_t*>calloc(m * 256, 1)
-        if (self.sl_lo == NULL or self.sl_hi == NULL or self.sl_parent == NULL or self.sl_lead == NULL
+        if (self.sl_lo == NULL or self.sl_hi == NULL or self.sl_parent == NULL
                 or self.sl_split == NULL or self.sl_split_children == NULL or self.sl_bits == NULL
                 or self.sl_dfa == NULL or self.sl_tail == NULL or self.sl_reps_n == NULL
                 or self.sl_reps == NULL or self.tl_reps_n == NULL or self.tl_reps == NULL):
-            raise MemoryError()
+            _raise_memory("slice tables")
         if n == 0:
             return 0
         bits = tables.bits()
@@ -351,16 +436,14 @@ cdef class Runtime:
             v = d
             self.sl_dfa[i] = &v[0]
             self.sl_reps_n[i] = self._byte_reps(sl.dfa.trans, &self.sl_reps[i * 256])
-            self.sl_lead[i] = -1
             self.sl_split[i] = -1
             if sl.lead is not None:
-                self.sl_lead[i] = sl.lead
                 d = np.ascontiguousarray(sl.tail.trans, dtype=np.int32).reshape(-1)
                 self._keep.append(d)
                 v = d
                 self.sl_tail[i] = &v[0]
                 self.tl_reps_n[i] = self._byte_reps(sl.tail.trans, &self.tl_reps[i * 256])
-                # the own trie is root -> lead -> the starts of the tail
+                # the own trie is root -> lead byte -> the starts of the tail
                 c = self.sl_lo[i] + 1
                 if c < self.sl_hi[i] and self.f_send[c] == self.sl_hi[i] and self.f_byte[c] == sl.lead:
                     self.sl_split[i] = c
@@ -389,108 +472,16 @@ cdef class Runtime:
                 n += 1
         return n
 
-    cdef bint _contained(self, int32_t q, int32_t i, bint tail) except -1:
-        """Whether every string of slice ``i``'s language (its tail's, for ``tail``)
-        keeps a lexeme in state ``q`` alive: the product of the slice automaton and
-        the lexer from ``(0, q)`` never reaches a dead lexer state.  Cached."""
-        cdef uint64_t bit = (<uint64_t>1) << (i + (32 if tail else 0))
-        if self.sl_known[q] & bit:
-            return (self.sl_in[q] & bit) != 0
-        cdef const int32_t* tr = self.sl_tail[i] if tail else self.sl_dfa[i]
-        cdef const uint8_t* reps = &self.tl_reps[i * 256] if tail else &self.sl_reps[i * 256]
-        cdef int32_t nreps = self.tl_reps_n[i] if tail else self.sl_reps_n[i]
-        cdef int64_t top = 0, pair, mask, h, newcap
-        cdef int32_t a, p, a2, p2, r
-        cdef uint8_t b
-        cdef bint ok = True
-        self.slice_checks += 1
-        if q == 0:
-            ok = False
-        else:
-            self._seen_clear()
-            self.bfs[0] = q          # pair (0, q)
-            top = 1
-            self._seen_add(q)
-            while top > 0 and ok:
-                top -= 1
-                pair = self.bfs[top]
-                a = <int32_t>(pair >> 32)
-                p = <int32_t>(pair & 0xFFFFFFFFLL)
-                for r in range(nreps):
-                    b = reps[r]
-                    a2 = tr[<int64_t>a * 256 + b]
-                    if a2 < 0:
-                        continue
-                    p2 = lex_step(self.dfa, p, b)
-                    if p2 == 0:
-                        ok = False
-                        break
-                    pair = ((<int64_t>a2) << 32) | p2
-                    if self._seen_add(pair):
-                        if top == self.bfs_cap:
-                            newcap = self.bfs_cap * 2
-                            nb = <int64_t*>realloc(self.bfs, sizeof(int64_t) * newcap)
-                            if nb == NULL:
-                                raise MemoryError()
-                            self.bfs = nb
-                            self.bfs_cap = newcap
-                        self.bfs[top] = pair
-                        top += 1
-        self.sl_known[q] |= bit
-        if ok:
-            self.sl_in[q] |= bit
-        return ok
-
-    cdef void _seen_clear(self) noexcept:
-        # a new generation empties the visited set without touching it
-        self.seen_stamp += 1
-        if self.seen_stamp == 0:
-            memset(self.seen_gen, 0, sizeof(uint32_t) * self.seen_cap)
-            self.seen_stamp = 1
-        self.n_seen = 0
-
-    cdef bint _seen_add(self, int64_t key) except -1:
-        """Insert ``key`` into the product's visited set; False if it was there."""
-        cdef int64_t mask = self.seen_cap - 1
-        cdef int64_t h = <int64_t>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 20) & mask
-        cdef int64_t i, j, oldcap
-        cdef int64_t* old
-        cdef uint32_t* oldgen
-        cdef uint32_t g = self.seen_stamp
-        while self.seen_gen[h] == g:
-            if self.seen_pairs[h] == key:
-                return False
-            h = (h + 1) & mask
-        self.seen_pairs[h] = key
-        self.seen_gen[h] = g
-        self.n_seen += 1
-        if self.n_seen * 2 > self.seen_cap:
-            old = self.seen_pairs
-            oldgen = self.seen_gen
-            oldcap = self.seen_cap
-            self.seen_cap *= 2
-            self.seen_pairs = <int64_t*>malloc(sizeof(int64_t) * self.seen_cap)
-            self.seen_gen = <uint32_t*>calloc(self.seen_cap, sizeof(uint32_t))
-            if self.seen_pairs == NULL or self.seen_gen == NULL:
-                raise MemoryError()
-            mask = self.seen_cap - 1
-            for i in range(oldcap):
-                if oldgen[i] == g:
-                    j = <int64_t>(((<uint64_t>old[i]) * 0x9E3779B97F4A7C15ULL) >> 20) & mask
-                    while self.seen_gen[j] == g:
-                        j = (j + 1) & mask
-                    self.seen_pairs[j] = old[i]
-                    self.seen_gen[j] = g
-            free(old)
-            free(oldgen)
-        return True
-
     cdef void _subtree_bytes(self) noexcept:
         """``sub_bytes[i]``: the bytes of forest node ``i`` and of every node below it."""
         cdef int32_t n = self.f_n
         cdef int32_t* parent = <int32_t*>malloc(sizeof(int32_t) * max(1, n))
         cdef int32_t* stack = <int32_t*>malloc(sizeof(int32_t) * (self.max_depth + 2))
         cdef int32_t i, d, p, w
+        if parent == NULL or stack == NULL:
+            free(parent)
+            free(stack)
+            return
         stack[0] = 0
         for i in range(n):
             d = self.f_depth[i]
@@ -517,95 +508,47 @@ cdef class Runtime:
             i = self.node_subtree_end[i]
         return 0
 
-    def __dealloc__(self):
-        cdef int64_t i
-        for i in range(256):
-            free(self.first_byte[i].idx)
-            free(self.first_byte[i].bits)
-        if self.entries != NULL:
-            for i in range(self.entries_cap):
-                if self.entries[i] != NULL:
-                    self._free_entry(self.entries[i])
-            free(self.entries)
-        if self.owned != NULL:
-            for i in range(self.n_owned):
-                free(self.owned[i])
-            free(self.owned)
-        free(self.eos_ids)
-        free(self.loop_bits)
-        free(self.loop_known)
-        free(self.aid_state)
-        free(self.ls)
-        free(self.pb)
-        free(self.dense)
-        free(self.touched)
-        free(self.ex_keys)
-        free(self.sub_bytes)
-        free(self.sl_known)
-        free(self.sl_in)
-        free(self.bfs)
-        free(self.seen_pairs)
-        free(self.seen_gen)
-        if self.sl_bits != NULL:
-            for i in range(self.n_slices):
-                free(self.sl_bits[i].idx)
-                free(self.sl_bits[i].bits)
-        free(self.sl_bits)
-        free(self.sl_lo)
-        free(self.sl_hi)
-        free(self.sl_parent)
-        free(self.sl_lead)
-        free(self.sl_split)
-        free(self.sl_split_children)
-        free(self.sl_dfa)
-        free(self.sl_tail)
-        free(self.sl_reps_n)
-        free(self.sl_reps)
-        free(self.tl_reps_n)
-        free(self.tl_reps)
+    # ---- small helpers -------------------------------------------------------
+    cdef inline void set_token(self, uint32_t* mask, int32_t tok) noexcept nogil:
+        while tok >= 0:
+            mask[tok >> 5] |= (<uint32_t>1) << (tok & 31)
+            tok = self.token_same_next[tok]
 
-    cdef void _free_entry(self, Entry* e) noexcept:
+    cdef void _free_entry(self, Entry* e) noexcept nogil:
+        cdef int32_t k
+        for k in range(e.n_owned):
+            free(e.owned[k])
+        free(e.owned)
         free(e.inside.idx)
         free(e.inside.bits)
         free(e.fb_exit)
         free(e.fb_exit_nw)
         free(e)
 
-    # ---- small helpers ---------------------------------------------------
-    cdef inline void set_token(self, uint32_t* mask, int32_t tok) noexcept nogil:
-        while tok >= 0:
-            mask[tok >> 5] |= (<uint32_t>1) << (tok & 31)
-            tok = self.token_same_next[tok]
-
-    cdef void _set_subtree(self, uint32_t* mask, int32_t node) noexcept nogil:
-        cdef int32_t i
-        for i in range(node, self.node_subtree_end[node]):
-            if self.node_token[i] >= 0:
-                self.set_token(mask, self.node_token[i])
-
-    cdef void _clear_subtree(self, uint32_t* mask, int32_t node) noexcept nogil:
-        cdef int32_t i, tok
-        for i in range(node, self.node_subtree_end[node]):
-            tok = self.node_token[i]
-            while tok >= 0:
-                mask[tok >> 5] &= ~((<uint32_t>1) << (tok & 31))
-                tok = self.token_same_next[tok]
-
-    cdef int _own(self, void* p) except -1:
+    cdef int _own(self, void* p, int64_t nbytes) except -1 nogil:
+        """Hand ``p`` to the entry being built (freed with it)."""
+        cdef Entry* e = self.cur_owner
         cdef void** q
         if p == NULL:
-            raise MemoryError()
-        if self.n_owned == self.owned_cap:
-            q = <void**>realloc(self.owned, sizeof(void*) * self.owned_cap * 2)
+            with gil:
+                _raise_memory("mask cache")
+        if e.n_owned == e.cap_owned:
+            q = <void**>realloc(e.owned, sizeof(void*) * (2 * e.cap_owned + 8))
             if q == NULL:
-                raise MemoryError()
-            self.owned = q
-            self.owned_cap *= 2
-        self.owned[self.n_owned] = p
-        self.n_owned += 1
+                free(p)
+                with gil:
+                    _raise_memory("mask cache")
+            e.owned = q
+            e.cap_owned = 2 * e.cap_owned + 8
+        e.owned[e.n_owned] = p
+        e.n_owned += 1
+        e.bytes += nbytes
+        self.cache_bytes += nbytes
+        if self.cache_bytes > 2 * self.max_cache_bytes:
+            _raise_cache_budget(self.cache_bytes, self.max_cache_bytes)
         return 0
 
-    # ---- build scratch: a dense bitmask plus the list of its non-zero words -------
+    # ---- build scratch: a dense bitmask plus the list of its non-zero words ---------
     cdef inline void _mark(self, int32_t tok) noexcept nogil:
         cdef int32_t w
         while tok >= 0:
@@ -640,7 +583,13 @@ cdef class Runtime:
                     self.n_touched += 1
                 self.dense[w] |= ts.bits[k]
 
-    cdef int _freeze(self, TokSet* ts) except -1:
+    cdef void _clear_scratch(self) noexcept nogil:
+        cdef int32_t k
+        for k in range(self.n_touched):
+            self.dense[self.touched[k]] = 0
+        self.n_touched = 0
+
+    cdef int _freeze(self, TokSet* ts) except -1 nogil:
         """Move the scratch into ``ts`` (sparse when that is smaller) and clear it."""
         cdef int32_t W = self.words
         cdef int32_t k, w, nz = self.n_touched
@@ -649,58 +598,158 @@ cdef class Runtime:
             ts.idx = NULL
             ts.bits = <uint32_t*>malloc(sizeof(uint32_t) * max(1, W))
             if ts.bits == NULL:
-                raise MemoryError()
+                self._clear_scratch()
+                with gil:
+                    _raise_memory("token set")
             memcpy(ts.bits, self.dense, sizeof(uint32_t) * W)
             memset(self.dense, 0, sizeof(uint32_t) * W)
-            self.cache_bytes += 4 * W
         else:
             ts.n = nz
             ts.idx = <int32_t*>malloc(sizeof(int32_t) * max(1, nz))
             ts.bits = <uint32_t*>malloc(sizeof(uint32_t) * max(1, nz))
             if ts.idx == NULL or ts.bits == NULL:
-                raise MemoryError()
+                free(ts.idx)
+                free(ts.bits)
+                ts.idx = NULL
+                ts.bits = NULL
+                ts.n = 0
+                self._clear_scratch()
+                with gil:
+                    _raise_memory("token set")
             for k in range(nz):
                 w = self.touched[k]
                 ts.idx[k] = w
                 ts.bits[k] = self.dense[w]
                 self.dense[w] = 0
-            self.cache_bytes += 8 * nz
         self.n_touched = 0
         return 0
 
-    cdef bint _loops_on_subtree(self, int32_t s, int32_t node) except -1:
+    cdef inline int64_t _tokset_bytes(self, const TokSet* ts) noexcept nogil:
+        return 4 * self.words if ts.n < 0 else 8 * ts.n
+
+    # ---- containment of slice languages ---------------------------------------
+    cdef bint _contained(self, int32_t q, int32_t i, bint tail) except -1 nogil:
+        """Whether every string of slice ``i``'s language (its tail's, for ``tail``)
+        keeps a lexeme in state ``q`` alive: the product of the slice automaton and
+        the lexer from ``(0, q)`` never reaches a dead lexer state.  Cached; only
+        called under the lock."""
+        cdef uint64_t bit = (<uint64_t>1) << (i + (32 if tail else 0))
+        if self.sl_known[q] & bit:
+            return (self.sl_in[q] & bit) != 0
+        cdef const int32_t* tr = self.sl_tail[i] if tail else self.sl_dfa[i]
+        cdef const uint8_t* reps = &self.tl_reps[i * 256] if tail else &self.sl_reps[i * 256]
+        cdef int32_t nreps = self.tl_reps_n[i] if tail else self.sl_reps_n[i]
+        cdef int64_t top = 0, pair, newcap
+        cdef int64_t* nbfs
+        cdef int32_t a, p, a2, p2, r
+        cdef uint8_t b
+        cdef bint ok = True
+        self.slice_checks += 1
+        if q == 0:
+            ok = False
+        else:
+            self._seen_clear()
+            self.bfs[0] = q          # the pair (0, q)
+            top = 1
+            self._seen_add(q)
+            while top > 0 and ok:
+                top -= 1
+                pair = self.bfs[top]
+                a = <int32_t>(pair >> 32)
+                p = <int32_t>(pair & 0xFFFFFFFFLL)
+                for r in range(nreps):
+                    b = reps[r]
+                    a2 = tr[<int64_t>a * 256 + b]
+                    if a2 < 0:
+                        continue
+                    p2 = lex_step(self.dfa, p, b)
+                    if p2 == 0:
+                        ok = False
+                        break
+                    pair = ((<int64_t>a2) << 32) | p2
+                    if self._seen_add(pair):
+                        if top == self.bfs_cap:
+                            newcap = self.bfs_cap * 2
+                            nbfs = <int64_t*>realloc(self.bfs, sizeof(int64_t) * newcap)
+                            if nbfs == NULL:
+                                with gil:
+                                    _raise_memory("containment check")
+                            self.bfs = nbfs
+                            self.bfs_cap = newcap
+                        self.bfs[top] = pair
+                        top += 1
+        if ok:
+            self.sl_in[q] |= bit
+        self.sl_known[q] |= bit
+        return ok
+
+    cdef void _seen_clear(self) noexcept nogil:
+        # a new generation empties the visited set without touching it
+        self.seen_stamp += 1
+        if self.seen_stamp == 0:
+            memset(self.seen_gen, 0, sizeof(uint32_t) * self.seen_cap)
+            self.seen_stamp = 1
+        self.n_seen = 0
+
+    cdef bint _seen_add(self, int64_t key) except -1 nogil:
+        """Insert ``key`` into the product's visited set; False if it was there."""
+        cdef int64_t mask = self.seen_cap - 1
+        cdef int64_t h = <int64_t>(((<uint64_t>key) * 0x9E3779B97F4A7C15ULL) >> 20) & mask
+        cdef int64_t i, j, oldcap
+        cdef int64_t* old
+        cdef uint32_t* oldgen
+        cdef uint32_t g = self.seen_stamp
+        while self.seen_gen[h] == g:
+            if self.seen_pairs[h] == key:
+                return False
+            h = (h + 1) & mask
+        self.seen_pairs[h] = key
+        self.seen_gen[h] = g
+        self.n_seen += 1
+        if self.n_seen * 2 > self.seen_cap:
+            old = self.seen_pairs
+            oldgen = self.seen_gen
+            oldcap = self.seen_cap
+            self.seen_pairs = <int64_t*>malloc(sizeof(int64_t) * oldcap * 2)
+            self.seen_gen = <uint32_t*>calloc(oldcap * 2, sizeof(uint32_t))
+            if self.seen_pairs == NULL or self.seen_gen == NULL:
+                free(self.seen_pairs)
+                free(self.seen_gen)
+                self.seen_pairs = old
+                self.seen_gen = oldgen
+                with gil:
+                    _raise_memory("containment check")
+            self.seen_cap = oldcap * 2
+            mask = self.seen_cap - 1
+            for i in range(oldcap):
+                if oldgen[i] == g:
+                    j = <int64_t>(((<uint64_t>old[i]) * 0x9E3779B97F4A7C15ULL) >> 20) & mask
+                    while self.seen_gen[j] == g:
+                        j = (j + 1) & mask
+                    self.seen_pairs[j] = old[i]
+                    self.seen_gen[j] = g
+            free(old)
+            free(oldgen)
+        return True
+
+    # ---- whole-subtree accept ------------------------------------------------
+    cdef bint _loops_on_subtree(self, int32_t s, int32_t node) except -1 nogil:
         """True when ``s`` steps to itself on every byte of ``node``'s subtree, so every
         token below is allowed without walking it (whole-subtree accept)."""
-        cdef int32_t c, newcap
+        cdef int32_t c
         cdef int w
         cdef const uint64_t* sb
-        cdef uint64_t* lb
-        if s >= self.loop_cap:
-            newcap = self.loop_cap
-            while newcap <= s:
-                newcap *= 2
-            lb = <uint64_t*>realloc(self.loop_bits, sizeof(uint64_t) * newcap * 4)
-            if lb == NULL:
-                raise MemoryError()
-            self.loop_bits = lb
-            p = <uint8_t*>realloc(self.loop_known, newcap)
-            if p == NULL:
-                raise MemoryError()
-            self.loop_known = p
-            memset(&self.loop_bits[<int64_t>self.loop_cap * 4], 0, sizeof(uint64_t) * (newcap - self.loop_cap) * 4)
-            memset(&self.loop_known[self.loop_cap], 0, newcap - self.loop_cap)
-            self.loop_cap = newcap
+        cdef uint64_t* lb = &self.loop_bits[<int64_t>s * 4]
         if not self.loop_known[s]:
             for c in range(self.dfa.c.n_classes):
                 if lex_step(self.dfa, s, self._class_rep(c)) == s:
                     for w in range(4):
-                        self.loop_bits[<int64_t>s * 4 + w] |= self.class_bytes[c * 4 + w]
+                        lb[w] |= self.class_bytes[c * 4 + w]
             self.loop_known[s] = 1
         sb = &self.sub_bytes[<int64_t>node * 4]
-        lb = &self.loop_bits[<int64_t>s * 4]
         return ((sb[0] & ~lb[0]) | (sb[1] & ~lb[1]) | (sb[2] & ~lb[2]) | (sb[3] & ~lb[3])) == 0
 
-    cdef inline uint8_t _class_rep(self, int32_t c) noexcept:
+    cdef inline uint8_t _class_rep(self, int32_t c) noexcept nogil:
         cdef int w, b
         for w in range(4):
             if self.class_bytes[c * 4 + w]:
@@ -709,31 +758,36 @@ cdef class Runtime:
                         return <uint8_t>(w * 64 + b)
         return 0
 
-    cdef int _add_exit(self, int32_t scan_state, int32_t node) except -1:
+    # ---- cache builds (under the lock) ---------------------------------------------
+    cdef int _add_exit(self, int32_t scan_state, int32_t node) except -1 nogil:
         cdef int32_t aid = self.dfa.c.accept_id[scan_state]
         cdef int32_t newcap
+        cdef int32_t* p
+        cdef int64_t* q
         if aid >= self.aid_cap:
             newcap = self.aid_cap
             while newcap <= aid:
                 newcap *= 2
             p = <int32_t*>realloc(self.aid_state, sizeof(int32_t) * newcap)
             if p == NULL:
-                raise MemoryError()
+                with gil:
+                    _raise_memory("exit list")
             self.aid_state = p
             self.aid_cap = newcap
         self.aid_state[aid] = scan_state
         if self.ex_n == self.ex_cap:
             q = <int64_t*>realloc(self.ex_keys, sizeof(int64_t) * self.ex_cap * 2)
             if q == NULL:
-                raise MemoryError()
+                with gil:
+                    _raise_memory("exit list")
             self.ex_keys = q
             self.ex_cap *= 2
         self.ex_keys[self.ex_n] = ((<int64_t>aid) << 32) | node
         self.ex_n += 1
         return 0
 
-    cdef int _lex_walk(self, int32_t lo, int32_t hi, int32_t q0, Entry* top) except -1:
-        """Lexer-only walk of the sibling subtrees ``[lo, hi)`` from lexer state ``q0``.
+    cdef int _lex_walk(self, int32_t lo, int32_t hi, int32_t q0, Entry* top) except -1 nogil:
+        """Lexer-only walk of the sibling forest subtrees ``[lo, hi)`` from lexer state ``q0``.
 
         Tokens every byte of which the lexer consumes are marked in the
         scratch; nodes whose byte ends an accepting lexeme go to the exit list
@@ -741,15 +795,14 @@ cdef class Runtime:
         right at the first byte are only possible when ``q0`` is accepting,
         i.e. for an entry (``top``): they become its first-byte exits.
         """
-        cdef LazyDFA dfa = self.dfa
         cdef const int32_t* depth = self.f_depth
         cdef const uint8_t* byte = self.f_byte
         cdef const int32_t* send = self.f_send
         cdef const int32_t* tokn = self.f_token
-        cdef const int32_t* trans = dfa.c.trans
-        cdef const uint8_t* cls = dfa.c.class_of
-        cdef const uint8_t* anyacc = dfa.c.any_accept
-        cdef int64_t nc = dfa.c.n_classes
+        cdef const int32_t* trans = self.dfa.c.trans
+        cdef const uint8_t* cls = self.dfa.c.class_of
+        cdef const uint8_t* anyacc = self.dfa.c.any_accept
+        cdef int64_t nc = self.dfa.c.n_classes
         cdef int32_t off = depth[lo] - 1
         cdef int32_t i = lo, d, s, t, se
         cdef int64_t walked = 0
@@ -770,9 +823,9 @@ cdef class Runtime:
                 i = send[i]
                 continue
             walked += 1
-            t = trans[s * nc + cls[b]] - 1
+            t = trans[s * nc + cls[b]] - 1      # under the lock: a plain read is current
             if t < 0:
-                t = dfa.fill(s, b)
+                t = self.dfa._fill(s, cls[b])
             if t != 0:
                 ls[d] = t
                 pb[d] = b
@@ -781,7 +834,7 @@ cdef class Runtime:
                 i += 1
                 continue
             if anyacc[s]:
-                se = lex_end(dfa, s, cls[b])
+                se = lex_end(self.dfa, s, cls[b])
                 if anyacc[se]:
                     if d == 1:
                         if top != NULL:
@@ -792,7 +845,7 @@ cdef class Runtime:
         self.nodes_walked += walked
         return 0
 
-    cdef int _groups_from_exits(self, int32_t* n_out, Group*** out) except -1:
+    cdef int _groups_from_exits(self, int32_t* n_out, Group*** out) except -1 nogil:
         """Turn the exit list into groups (one per accepting-terminal set) and clear it."""
         cdef int64_t k, j, start
         cdef int32_t ng = 0, aid, m
@@ -805,10 +858,10 @@ cdef class Runtime:
             while k < self.ex_n and <int32_t>(self.ex_keys[k] >> 32) == aid:
                 k += 1
             ng += 1
+        n_out[0] = 0
+        out[0] = NULL
         arr = <Group**>malloc(sizeof(Group*) * max(1, ng))
-        if arr == NULL:
-            raise MemoryError()
-        self._own(arr)
+        self._own(arr, sizeof(Group*) * max(1, ng))
         k = 0
         ng = 0
         while k < self.ex_n:
@@ -818,24 +871,24 @@ cdef class Runtime:
                 k += 1
             m = <int32_t>(k - start)
             gr = <Group*>calloc(1, sizeof(Group))
-            self._own(gr)
+            self._own(gr, sizeof(Group))
             gr.nodes = <int32_t*>malloc(sizeof(int32_t) * m)
-            self._own(gr.nodes)
+            self._own(gr.nodes, 4 * m)
             for j in range(m):
                 gr.nodes[j] = <int32_t>(self.ex_keys[start + j] & 0xFFFFFFFFLL)
             gr.n_nodes = m
             gr.scan_state = self.aid_state[aid]
+            gr.root = self.cur_owner
             self._take_cross_slices(gr)
             arr[ng] = gr
             ng += 1
-            self.cache_bytes += sizeof(Group) + 4 * m
         self.n_groups += ng
         self.ex_n = 0
         n_out[0] = ng
         out[0] = arr
         return 0
 
-    cdef int _take_cross_slices(self, Group* gr) except -1:
+    cdef int _take_cross_slices(self, Group* gr) except -1 nogil:
         """When a group holds every child of a cross slice's lead node (the lead byte
         was a whole ignored lexeme and every tail starts a new one), replace those
         nodes by the slice: its continuation is then one containment check."""
@@ -861,12 +914,12 @@ cdef class Runtime:
             gr.n_nodes = m
             if gr.cross == NULL:
                 gr.cross = <int32_t*>malloc(sizeof(int32_t) * max(1, self.n_slices))
-                self._own(gr.cross)
+                self._own(gr.cross, 4 * max(1, self.n_slices))
             gr.cross[gr.n_cross] = i
             gr.n_cross += 1
         return 0
 
-    cdef int _walk_slices(self, int32_t q, Entry* top) except -1:
+    cdef int _walk_slices(self, int32_t q, Entry* top) except -1 nogil:
         """The lexer-only walk of the whole forest from ``q``: a slice whose language
         ``q`` contains is marked at once, the others' tries are walked; then the rest."""
         cdef int32_t i, p
@@ -881,38 +934,42 @@ cdef class Runtime:
             self._lex_walk(self.rest_lo + 1, self.rest_hi, q, top)
         return 0
 
-    cdef Entry* entry(self, int32_t q) except NULL:
-        """The cache entry of lexer state ``q``, built on first use (one lexer-only trie walk)."""
-        cdef int32_t newcap
-        if q >= self.entries_cap:
-            newcap = self.entries_cap
-            while newcap <= q:
-                newcap *= 2
-            p = <Entry**>realloc(self.entries, sizeof(Entry*) * newcap)
-            if p == NULL:
-                raise MemoryError()
-            memset(&p[self.entries_cap], 0, sizeof(Entry*) * (newcap - self.entries_cap))
-            self.entries = p
-            self.entries_cap = newcap
-        cdef int64_t t0
-        if self.entries[q] == NULL:
-            t0 = _now_ns()
-            self.entries[q] = self._build_entry(q)
-            self.n_entries += 1
-            self.entry_ns += _now_ns() - t0
-        return self.entries[q]
+    cdef Entry* entry(self, int32_t q) except NULL nogil:
+        """The cache entry of lexer state ``q``: a lock-free read when it exists,
+        else built under the lock."""
+        cdef Entry* e = <Entry*>cfg_load_ptr(<void**>&self.entries[q])
+        if e != NULL:
+            e.last_used = self.tick
+            return e
+        cfg_rmutex_lock(&self.dfa.lock)
+        try:
+            e = self.entries[q]
+            if e == NULL:
+                e = self._build_entry(q)
+                self.n_entries += 1
+                cfg_store_ptr(<void**>&self.entries[q], e)
+        finally:
+            cfg_rmutex_unlock(&self.dfa.lock)
+        e.last_used = self.tick
+        return e
 
-    cdef Entry* _build_entry(self, int32_t q) except NULL:
+    cdef Entry* _build_entry(self, int32_t q) except NULL nogil:
         cdef int32_t W = self.words
-        cdef int32_t i, n = self.n_nodes
         cdef int b, any_fb = 0
         cdef Entry* e = <Entry*>calloc(1, sizeof(Entry))
+        cdef Entry* saved = self.cur_owner
+        cdef bint ok = False
         if e == NULL:
-            raise MemoryError()
+            with gil:
+                _raise_memory("mask cache entry")
+        e.q = q
+        self.cur_owner = e
         try:
             self.ex_n = 0
             self._walk_slices(q, e)
             self._freeze(&e.inside)
+            e.bytes += sizeof(Entry) + self._tokset_bytes(&e.inside)
+            self.cache_bytes += sizeof(Entry) + self._tokset_bytes(&e.inside)
             self._groups_from_exits(&e.n_groups, &e.groups)
             for b in range(256):
                 any_fb |= e.exit_byte[b]
@@ -920,7 +977,8 @@ cdef class Runtime:
                 e.fb_exit = <uint32_t*>calloc(max(1, W), sizeof(uint32_t))
                 e.fb_exit_nw = <uint32_t*>calloc(max(1, W), sizeof(uint32_t))
                 if e.fb_exit == NULL or e.fb_exit_nw == NULL:
-                    raise MemoryError()
+                    with gil:
+                        _raise_memory("mask cache entry")
                 for b in range(256):
                     if e.exit_byte[b] and not self.wb[b]:
                         or_tokset(e.fb_exit_nw, &self.first_byte[b], W)
@@ -928,79 +986,176 @@ cdef class Runtime:
                 for b in range(256):
                     if e.exit_byte[b] and self.wb[b]:
                         or_tokset(e.fb_exit, &self.first_byte[b], W)
+                e.bytes += 8 * W
                 self.cache_bytes += 8 * W
-        except BaseException:
-            self._free_entry(e)
-            raise
+            ok = True
+        finally:
+            self.cur_owner = saved
+            if not ok:
+                self._clear_scratch()
+                self.ex_n = 0
+                self.cache_bytes -= e.bytes
+                self._free_entry(e)
         return e
 
-    cdef Cont* cont(self, Group* gr, int32_t sp) except NULL:
+    cdef Cont* cont(self, Group* gr, int32_t sp) except NULL nogil:
         """The continuation of group ``gr`` when the next lexeme starts in state ``sp``."""
-        cdef int32_t k, newcap
-        for k in range(gr.n_conts):
-            if gr.cont_key[k] == sp:
-                return <Cont*>gr.cont_val[k]
-        cdef int64_t t0 = _now_ns()
-        cdef Cont* c = <Cont*>calloc(1, sizeof(Cont))
-        self._own(c)
-        self.ex_n = 0
-        cdef int64_t w0 = self.nodes_walked
-        for k in range(gr.n_nodes):
-            self._lex_walk(gr.nodes[k], self.f_send[gr.nodes[k]], sp, NULL)
-        cdef int32_t i, cnode
-        for k in range(gr.n_cross):
-            i = gr.cross[k]
-            cnode = self.sl_split[i]
-            if self._contained(sp, i, True):
-                self._mark_tokset(&self.sl_bits[i])
-                self.slice_hits += 1
-            else:
-                self._lex_walk(cnode + 1, self.f_send[cnode], sp, NULL)
-        self.cont_nodes += self.nodes_walked - w0
-        cdef int w
-        cdef uint64_t nonign = 0
-        for w in range(self.dfa.c.n_words):
-            nonign |= self.dfa.c.accept[<int64_t>gr.scan_state * self.dfa.c.n_words + w] & ~self.dfa.ignore_bits[w]
-        if not nonign:
-            self.cont_nodes_ignore += self.nodes_walked - w0
-        self._freeze(&c.bits)
-        if c.bits.idx != NULL:
-            self._own(c.bits.idx)
-        self._own(c.bits.bits)
-        self._groups_from_exits(&c.n_groups, &c.groups)
-        if gr.n_conts == gr.cap_conts:
-            newcap = max(4, 2 * gr.cap_conts)
-            kk = <int32_t*>malloc(sizeof(int32_t) * newcap)
-            vv = <void**>malloc(sizeof(void*) * newcap)
-            self._own(kk)
-            self._own(vv)
-            if gr.n_conts:
-                memcpy(kk, gr.cont_key, sizeof(int32_t) * gr.n_conts)
-                memcpy(vv, gr.cont_val, sizeof(void*) * gr.n_conts)
-            gr.cont_key = kk
-            gr.cont_val = vv
-            gr.cap_conts = newcap
-        gr.cont_key[gr.n_conts] = sp
-        gr.cont_val[gr.n_conts] = c
-        gr.n_conts += 1
-        self.n_conts += 1
-        self.cache_bytes += sizeof(Cont) + 12
-        self.cont_ns += _now_ns() - t0
+        cdef ContTable* t = <ContTable*>cfg_load_ptr(<void**>&gr.conts)
+        cdef int32_t k, n
+        if t != NULL:
+            n = cfg_load_i32(&t.n)
+            for k in range(n):
+                if t.keys[k] == sp:
+                    return <Cont*>t.vals[k]
+        cdef Cont* c
+        cfg_rmutex_lock(&self.dfa.lock)
+        try:
+            c = self._build_cont(gr, sp)
+        finally:
+            cfg_rmutex_unlock(&self.dfa.lock)
         return c
+
+    cdef Cont* _build_cont(self, Group* gr, int32_t sp) except NULL nogil:
+        cdef ContTable* t = gr.conts
+        cdef ContTable* t2
+        cdef int32_t k, i, cnode, newcap
+        cdef Entry* saved = self.cur_owner
+        cdef Cont* c
+        if t != NULL:
+            for k in range(t.n):
+                if t.keys[k] == sp:
+                    return <Cont*>t.vals[k]
+        self.cur_owner = <Entry*>gr.root
+        try:
+            c = <Cont*>calloc(1, sizeof(Cont))
+            self._own(c, sizeof(Cont))
+            self.ex_n = 0
+            try:
+                for k in range(gr.n_nodes):
+                    self._lex_walk(gr.nodes[k], self.f_send[gr.nodes[k]], sp, NULL)
+                for k in range(gr.n_cross):
+                    i = gr.cross[k]
+                    cnode = self.sl_split[i]
+                    if self._contained(sp, i, True):
+                        self._mark_tokset(&self.sl_bits[i])
+                        self.slice_hits += 1
+                    else:
+                        self._lex_walk(cnode + 1, self.f_send[cnode], sp, NULL)
+                self._freeze(&c.bits)
+            finally:
+                if self.n_touched:       # only after an error: _freeze empties it
+                    self._clear_scratch()
+                    self.ex_n = 0
+            if c.bits.idx != NULL:
+                self._own(c.bits.idx, 4 * c.bits.n)
+            self._own(c.bits.bits, self._tokset_bytes(&c.bits) - (4 * c.bits.n if c.bits.n > 0 else 0))
+            self._groups_from_exits(&c.n_groups, &c.groups)
+            # publish: append in place when there is room, else a larger copy
+            if t != NULL and t.n < t.cap:
+                t.keys[t.n] = sp
+                t.vals[t.n] = c
+                cfg_store_i32(&t.n, t.n + 1)
+            else:
+                newcap = 4 if t == NULL else 2 * t.cap
+                t2 = <ContTable*>malloc(sizeof(ContTable) + newcap * (sizeof(int32_t) + sizeof(void*)))
+                self._own(t2, sizeof(ContTable) + newcap * (sizeof(int32_t) + sizeof(void*)))
+                t2.cap = newcap
+                t2.vals = <void**>(<char*>t2 + sizeof(ContTable))
+                t2.keys = <int32_t*>(<char*>t2.vals + newcap * sizeof(void*))
+                t2.n = 0
+                if t != NULL:
+                    memcpy(t2.keys, t.keys, sizeof(int32_t) * t.n)
+                    memcpy(t2.vals, t.vals, sizeof(void*) * t.n)
+                    t2.n = t.n
+                t2.keys[t2.n] = sp
+                t2.vals[t2.n] = c
+                t2.n += 1
+                cfg_store_ptr(<void**>&gr.conts, t2)
+            self.n_conts += 1
+        finally:
+            self.cur_owner = saved
+        return c
+
+    # ---- fills: LRU clock, eviction ------------------------------------------------
+    cdef void enter_fill(self) noexcept nogil:
+        """Register a running fill (blocks while an eviction runs); evict first when
+        the caches are over budget."""
+        if self.cache_bytes > self.max_cache_bytes:
+            self._evict()
+        while True:
+            while cfg_load_i32(&self.evicting):
+                cfg_yield()
+            cfg_add_i64(&self.active, 1)
+            if not cfg_load_i32(&self.evicting):
+                break
+            cfg_add_i64(&self.active, -1)
+        self.tick += 1
+
+    cdef inline void leave_fill(self) noexcept nogil:
+        cfg_add_i64(&self.active, -1)
+
+    cdef void _evict(self) noexcept nogil:
+        """Free least recently used entries until the caches hold half the budget.
+
+        Runs only while no fill runs: new fills wait on ``evicting``, and the
+        evictor waits for the running ones (it holds no lock meanwhile, so a
+        running fill can still take the lock to finish a build)."""
+        cdef int32_t q, n, k
+        cdef int64_t* keys
+        cdef Entry* e
+        cfg_rmutex_lock(&self.dfa.lock)
+        if cfg_load_i32(&self.evicting) or self.cache_bytes <= self.max_cache_bytes:
+            cfg_rmutex_unlock(&self.dfa.lock)
+            return
+        cfg_store_i32(&self.evicting, 1)
+        cfg_rmutex_unlock(&self.dfa.lock)
+        while cfg_add_i64(&self.active, 0) != 0:
+            cfg_yield()
+        cfg_rmutex_lock(&self.dfa.lock)
+        n = 0
+        for q in range(self.max_states):
+            if self.entries[q] != NULL:
+                n += 1
+        keys = <int64_t*>malloc(sizeof(int64_t) * max(1, n))
+        if keys != NULL:
+            k = 0
+            for q in range(self.max_states):
+                e = self.entries[q]
+                if e != NULL:
+                    keys[k] = (e.last_used << 24) | q
+                    k += 1
+            qsort(keys, n, sizeof(int64_t), _cmp_i64)
+            k = 0
+            while k < n and self.cache_bytes > self.max_cache_bytes // 2:
+                q = <int32_t>(keys[k] & 0xFFFFFF)
+                e = self.entries[q]
+                self.entries[q] = NULL
+                self.cache_bytes -= e.bytes
+                self._free_entry(e)
+                self.n_entries -= 1
+                self.evictions += 1
+                k += 1
+            free(keys)
+        cfg_store_i32(&self.evicting, 0)
+        cfg_rmutex_unlock(&self.dfa.lock)
 
     def cache_stats(self):
         """Sizes of the mask caches, for docs and tests."""
         return {"cached_lexer_states": self.n_entries, "groups": self.n_groups,
                 "continuations": self.n_conts, "lexer_states": self.dfa.c.n_states,
-                "cache_bytes": self.cache_bytes, "whole_subtree_hits": self.whole_subtree_hits,
-                "nodes_walked": self.nodes_walked, "entry_ms": self.entry_ns / 1e6,
-                "cont_ms": self.cont_ns / 1e6, "cont_nodes": self.cont_nodes,
-                "cont_nodes_ignore": self.cont_nodes_ignore, "slices": self.n_slices,
-                "slice_hits": self.slice_hits, "slice_checks": self.slice_checks}
+                "cache_bytes": self.cache_bytes, "max_cache_bytes": self.max_cache_bytes,
+                "evictions": self.evictions, "nodes_walked": self.nodes_walked,
+                "slices": self.n_slices, "slice_hits": self.slice_hits,
+                "slice_checks": self.slice_checks, "whole_subtree_hits": self.whole_subtree_hits}
 
 
 cdef class MatcherCore:
-    """One parse in progress: the byte stack over shared Runtime tables."""
+    """One parse in progress: the byte stack over shared Runtime tables.
+
+    Every Python-visible method takes the matcher's own lock (released GIL
+    while waiting), so a matcher can be used from several threads; the
+    methods that step the lexer or parser run without the GIL.
+    """
     cdef Runtime rt
     cdef Rows rows
     cdef int32_t* st_lex
@@ -1008,7 +1163,9 @@ cdef class MatcherCore:
     cdef uint8_t* st_byte
     cdef int32_t depth
     cdef int32_t cap
-    cdef list tok_depths      # byte depth before each consumed token (and -1 for EOS)
+    cdef int64_t* tokd        # byte depth before each consumed token (-1 - depth for EOS)
+    cdef int64_t n_tok
+    cdef int64_t cap_tok
     cdef bint finished
     cdef public bint use_cache
     cdef uint32_t* tmp        # [words] scratch for the tokens that start a new lexeme
@@ -1016,6 +1173,8 @@ cdef class MatcherCore:
     # from that row; lets the mask path skip building rows it only needs the start of
     cdef int64_t* memo_key
     cdef int32_t* memo_val
+    cdef cfg_rmutex lock
+    cdef bint lock_ok
 
     def __cinit__(self, Runtime rt, Rows rows):
         self.rt = rt
@@ -1027,33 +1186,49 @@ cdef class MatcherCore:
         self.tmp = <uint32_t*>malloc(sizeof(uint32_t) * max(1, rt.words))
         self.memo_key = <int64_t*>malloc(sizeof(int64_t) * MEMO_SIZE)
         self.memo_val = <int32_t*>malloc(sizeof(int32_t) * MEMO_SIZE)
+        self.cap_tok = 64
+        self.tokd = <int64_t*>malloc(sizeof(int64_t) * self.cap_tok)
         if (self.st_lex == NULL or self.st_nrows == NULL or self.st_byte == NULL or self.tmp == NULL
-                or self.memo_key == NULL or self.memo_val == NULL):
-            raise MemoryError()
+                or self.memo_key == NULL or self.memo_val == NULL or self.tokd == NULL):
+            _raise_memory("matcher")
+        if cfg_rmutex_init(&self.lock) != 0:
+            _raise_memory("matcher lock")
+        self.lock_ok = True
         memset(self.memo_key, 0xFF, sizeof(int64_t) * MEMO_SIZE)
         self.use_cache = True
         self.depth = 0
-        self.tok_depths = []
+        self.n_tok = 0
         self.finished = False
 
     def __dealloc__(self):
+        if self.lock_ok:
+            cfg_rmutex_destroy(&self.lock)
         free(self.st_lex)
         free(self.st_nrows)
         free(self.st_byte)
         free(self.tmp)
         free(self.memo_key)
         free(self.memo_val)
+        free(self.tokd)
 
-    cpdef reset(self):
+    cdef inline void _lock(self) noexcept nogil:
+        cfg_rmutex_lock(&self.lock)
+
+    cdef inline void _unlock(self) noexcept nogil:
+        cfg_rmutex_unlock(&self.lock)
+
+    # ---- the byte stack --------------------------------------------------------
+    cdef int _reset(self) except -1 nogil:
         self.rows.reset()
         self.depth = 0
         self.st_lex[0] = self.rows.row_lex_start[0]
         self.st_nrows[0] = 1
         self.st_byte[0] = 0
-        self.tok_depths = []
+        self.n_tok = 0
         self.finished = False
+        return 0
 
-    cdef int _reserve(self, int32_t need) except -1:
+    cdef int _reserve(self, int32_t need) except -1 nogil:
         cdef int32_t newcap
         if need < self.cap:
             return 0
@@ -1062,74 +1237,76 @@ cdef class MatcherCore:
             newcap *= 2
         p1 = <int32_t*>realloc(self.st_lex, sizeof(int32_t) * newcap)
         if p1 == NULL:
-            raise MemoryError()
+            with gil:
+                _raise_memory("byte stack")
         self.st_lex = p1
         p2 = <int32_t*>realloc(self.st_nrows, sizeof(int32_t) * newcap)
         if p2 == NULL:
-            raise MemoryError()
+            with gil:
+                _raise_memory("byte stack")
         self.st_nrows = p2
         p3 = <uint8_t*>realloc(self.st_byte, newcap)
         if p3 == NULL:
-            raise MemoryError()
+            with gil:
+                _raise_memory("byte stack")
         self.st_byte = p3
         self.cap = newcap
         return 0
 
-    cdef inline void _pop_to(self, int32_t d) noexcept:
+    cdef inline void _pop_to(self, int32_t d) noexcept nogil:
         self.depth = d
         self.rows.n_rows = self.st_nrows[d]
 
-    cdef inline void _push(self, int32_t lex, int32_t nrows, uint8_t b) noexcept:
+    cdef inline void _push(self, int32_t lex, int32_t nrows, uint8_t b) noexcept nogil:
         cdef int32_t d = self.depth + 1
         self.st_lex[d] = lex
         self.st_nrows[d] = nrows
         self.st_byte[d] = b
         self.depth = d
 
-    cdef int push_byte(self, uint8_t b) except -1:
+    cdef int push_byte(self, uint8_t b) except -1 nogil:
         """1 if ``b`` is accepted (pushed), 0 if rejected (stack unchanged). Needs capacity."""
         cdef int32_t d = self.depth
         cdef int32_t s = self.st_lex[d]
-        cdef LazyDFA dfa = self.rt.dfa
-        cdef int32_t t = lex_step(dfa, s, b)
+        cdef int32_t t = lex_step(self.rt.dfa, s, b)
         cdef int32_t s0
         if t != 0:
             self._push(t, self.st_nrows[d], b)
             return 1
-        if not dfa.c.any_accept[s]:
+        if not self.rt.dfa.c.any_accept[s]:
             return 0
         if self.rt.wb[b] and self.rt.wb[self.st_byte[d]]:
             return 0
-        s = lex_end(dfa, s, dfa.c.class_of[b])
-        if not dfa.c.any_accept[s]:
+        s = lex_end(self.rt.dfa, s, self.rt.dfa.c.class_of[b])
+        if not self.rt.dfa.c.any_accept[s]:
             return 0
         self.rows.push_scan(s)
         s0 = self.rows.row_lex_start[self.rows.n_rows - 1]
-        t = lex_step(dfa, s0, b)
+        t = lex_step(self.rt.dfa, s0, b)
         if t == 0:
             self.rows.n_rows = self.st_nrows[d]
             return 0
         self._push(t, self.rows.n_rows, b)
         return 1
 
-    cdef int walk(self, int32_t lo, int32_t hi, uint32_t* mask) except -1:
-        """Walk trie nodes ``[lo, hi)`` (one subtree, or siblings) from the current top."""
-        cdef Runtime rt = self.rt
+    cdef int walk(self, int32_t lo, int32_t hi, uint32_t* mask) except -1 nogil:
+        """Walk full-trie nodes ``[lo, hi)`` (one subtree, or siblings) from the top
+        with the lexer and the parser: the plain path the caches are checked against."""
         cdef int32_t base = self.depth
-        cdef int32_t off = base - (rt.node_depth[lo] - 1)
+        cdef int32_t off = base - (self.rt.node_depth[lo] - 1)
         cdef int32_t i = lo
         while i < hi:
-            self._pop_to(rt.node_depth[i] - 1 + off)
-            if self.push_byte(rt.node_byte[i]):
-                if rt.node_token[i] >= 0:
-                    rt.set_token(mask, rt.node_token[i])
+            self._pop_to(self.rt.node_depth[i] - 1 + off)
+            if self.push_byte(self.rt.node_byte[i]):
+                if self.rt.node_token[i] >= 0:
+                    self.rt.set_token(mask, self.rt.node_token[i])
                 i += 1
             else:
-                i = rt.node_subtree_end[i]
+                i = self.rt.node_subtree_end[i]
         self._pop_to(base)
         return 0
 
-    cdef int32_t _scan_start(self, int32_t scan_state, bint need_row) except -2:
+    cdef int32_t _scan_start(self, int32_t scan_state, bint need_row) except -2 nogil:
         """Lexer start state after scanning the lexeme accepted as ``scan_state`` on the
         top row.  Pushes the new row only when ``need_row`` or when it is not memoised;
         returns with ``rows.n_rows`` either unchanged or one more."""
@@ -1145,7 +1322,7 @@ cdef class MatcherCore:
         self.memo_val[slot] = sp
         return sp
 
-    cdef int _expand(self, Group** groups, int32_t n, uint32_t* mask) except -1:
+    cdef int _expand(self, Group** groups, int32_t n, uint32_t* mask) except -1 nogil:
         """Add the tokens of ``groups`` (lexemes ending inside a token) from the current rows.
 
         Per group: find the next lexeme's start state after scanning (memoised
@@ -1153,7 +1330,6 @@ cdef class MatcherCore:
         it, and recurse where the next lexeme ends inside the token again
         (that needs the row itself).  No trie node is visited on a warm cache.
         """
-        cdef Runtime rt = self.rt
         cdef int32_t base = self.rows.n_rows
         cdef int32_t k, sp
         cdef Group* gr
@@ -1162,8 +1338,8 @@ cdef class MatcherCore:
             gr = groups[k]
             sp = self._scan_start(gr.scan_state, False)
             if sp != 0:
-                c = rt.cont(gr, sp)
-                or_tokset(mask, &c.bits, rt.words)
+                c = self.rt.cont(gr, sp)
+                or_tokset(mask, &c.bits, self.rt.words)
                 if c.n_groups:
                     if self.rows.n_rows == base:
                         self._scan_start(gr.scan_state, True)
@@ -1171,20 +1347,29 @@ cdef class MatcherCore:
             self.rows.n_rows = base
         return 0
 
-    cdef int _walk_first_bytes(self, const uint8_t* first, uint32_t* mask) except -1:
+    cdef int _walk_first_bytes(self, const uint8_t* first, uint32_t* mask) except -1 nogil:
         """Walk, from the current top, the root subtrees whose byte is in ``first``."""
-        cdef Runtime rt = self.rt
         cdef int32_t i = 1
-        while i < rt.n_nodes:
-            if first[rt.node_byte[i]]:
-                self.walk(i, rt.node_subtree_end[i], mask)
-            i = rt.node_subtree_end[i]
+        while i < self.rt.n_nodes:
+            if first[self.rt.node_byte[i]]:
+                self.walk(i, self.rt.node_subtree_end[i], mask)
+            i = self.rt.node_subtree_end[i]
         return 0
 
-    cdef int fill(self, uint32_t* mask) except -1:
-        """Write the allowed-token bitmask (``words`` uint32) for the current state."""
-        cdef Runtime rt = self.rt
-        cdef int32_t W = rt.words
+    cdef int fill(self, uint32_t* mask) except -1 nogil:
+        """Write the allowed-token bitmask (``words`` uint32) for the current state.
+        Leaves the byte stack and the rows as it found them, also when it raises."""
+        cdef int32_t d = self.depth
+        self.rt.enter_fill()
+        try:
+            self._fill(mask)
+        finally:
+            self._pop_to(d)
+            self.rt.leave_fill()
+        return 0
+
+    cdef int _fill(self, uint32_t* mask) except -1 nogil:
+        cdef int32_t W = self.rt.words
         cdef int32_t d = self.depth
         cdef int32_t q = self.st_lex[d]
         cdef int32_t sp, w
@@ -1196,15 +1381,15 @@ cdef class MatcherCore:
         if self.finished:
             self._set_eos(mask)
             return 0
-        self._reserve(d + rt.max_depth + 4)
+        self._reserve(d + self.rt.max_depth + 4)
         if not self.use_cache:
-            self.walk(1, rt.n_nodes, mask)
+            self.walk(1, self.rt.n_nodes, mask)
         else:
-            e = rt.entry(q)
+            e = self.rt.entry(q)
             or_tokset(mask, &e.inside, W)
             if e.n_groups:
                 self._expand(e.groups, e.n_groups, mask)
-            if d > 0 and e.fb_exit != NULL and rt.dfa.c.restricted[q]:
+            if d > 0 and e.fb_exit != NULL and self.rt.dfa.c.restricted[q]:
                 # a trailing lookahead makes the scan depend on the next byte: walk
                 # the first-byte subtrees that end the lexeme with the parser
                 self._walk_first_bytes(e.exit_byte, mask)
@@ -1215,12 +1400,12 @@ cdef class MatcherCore:
                 self.rows.push_scan(q)
                 sp = self.rows.row_lex_start[self.rows.n_rows - 1]
                 if sp != 0:
-                    e2 = rt.entry(sp)
+                    e2 = self.rt.entry(sp)
                     memset(self.tmp, 0, sizeof(uint32_t) * W)
                     or_tokset(self.tmp, &e2.inside, W)
                     if e2.n_groups:
                         self._expand(e2.groups, e2.n_groups, self.tmp)
-                    fb = e.fb_exit_nw if rt.wb[prev] else e.fb_exit
+                    fb = e.fb_exit_nw if self.rt.wb[prev] else e.fb_exit
                     for w in range(W):
                         mask[w] |= self.tmp[w] & fb[w]
                 self._pop_to(d)
@@ -1228,13 +1413,13 @@ cdef class MatcherCore:
             self._set_eos(mask)
         return 0
 
-    cdef void _set_eos(self, uint32_t* mask) noexcept:
+    cdef void _set_eos(self, uint32_t* mask) noexcept nogil:
         cdef int32_t i, t
         for i in range(self.rt.n_eos):
             t = self.rt.eos_ids[i]
             mask[t >> 5] |= (<uint32_t>1) << (t & 31)
 
-    cdef bint _accepting(self) except -1:
+    cdef bint _accepting(self) except -1 nogil:
         """EOS rule: the pending lexeme is accepting and, scanned, completes the start rule."""
         cdef int32_t d = self.depth
         cdef int32_t s = self.st_lex[d]
@@ -1248,116 +1433,217 @@ cdef class MatcherCore:
         s = lex_end(self.rt.dfa, s, self.rt.dfa.c.n_classes)
         if not self.rt.dfa.c.any_accept[s]:
             return False
-        self.rows.push_scan(s)
-        acc = self.rows.row_accepting[self.rows.n_rows - 1]
-        self._pop_to(d)
+        try:
+            self.rows.push_scan(s)
+            acc = self.rows.row_accepting[self.rows.n_rows - 1]
+        finally:
+            self._pop_to(d)
         return acc
 
-    # ---- Python API (the Matcher wrapper in compiler.py calls these) ----
-    def fill_row(self, cnp.ndarray arr, Py_ssize_t row):
-        """Fill row ``row`` of a validated C-contiguous int32 array; True if any bit is set.
-
-        The caller (``Matcher.fill_bitmask``) has checked dtype, contiguity and
-        width; going through the raw data pointer avoids acquiring a buffer per call.
-        """
-        cdef Py_ssize_t width = arr.shape[arr.ndim - 1]
-        cdef uint32_t* out = <uint32_t*>cnp.PyArray_DATA(arr) + row * width
+    cdef int fill_ptr(self, uint32_t* out, int64_t width) except -1 nogil:
+        """Fill one row at ``out`` (``width`` words, the tail zeroed); 1 if any bit is set."""
         cdef int32_t w
         cdef uint32_t any = 0
-        self.fill(out)
+        self._lock()
+        try:
+            self.fill(out)
+        finally:
+            self._unlock()
         for w in range(self.rt.words):
             any |= out[w]
         for w in range(self.rt.words, width):
             out[w] = 0
-        return any != 0
+        return 1 if any else 0
+
+    cdef int _push_tok(self, int64_t d) except -1 nogil:
+        cdef int64_t* p
+        if self.n_tok == self.cap_tok:
+            p = <int64_t*>realloc(self.tokd, sizeof(int64_t) * self.cap_tok * 2)
+            if p == NULL:
+                with gil:
+                    _raise_memory("token list")
+            self.tokd = p
+            self.cap_tok *= 2
+        self.tokd[self.n_tok] = d
+        self.n_tok += 1
+        return 0
+
+    cdef int _try_consume(self, int64_t tok) except -1 nogil:
+        """1 if token ``tok`` was consumed, 0 if the mask does not allow it (state unchanged)."""
+        cdef int32_t d0 = self.depth
+        cdef int64_t a, z, j
+        cdef int i
+        cdef bint done = False
+        if self.finished:
+            return 0
+        for i in range(self.rt.n_eos):
+            if self.rt.eos_ids[i] == tok:
+                if self._accepting():
+                    self._push_tok(-1 - d0)
+                    self.finished = True
+                    return 1
+                return 0
+        if tok < 0 or tok >= self.rt.n_tokens or self.rt.tok_special[tok]:
+            return 0
+        a = self.rt.tok_off[tok]
+        z = self.rt.tok_off[tok + 1]
+        try:
+            self._reserve(d0 + <int32_t>(z - a) + 2)
+            for j in range(a, z):
+                if not self.push_byte(self.rt.tok_bytes[j]):
+                    self._pop_to(d0)
+                    done = True
+                    return 0
+            self._push_tok(d0)
+            done = True
+        finally:
+            if not done:
+                self._pop_to(d0)
+        return 1
+
+    # ---- Python API (the Matcher wrapper in compiler.py calls these) ----
+    def fill_row(self, arr, Py_ssize_t row):
+        """Fill row ``row`` of ``arr`` (int32, C-contiguous, writeable, 1-D or 2-D,
+        rows at least ``words`` wide); True if any bit is set.  Checked on every
+        call, so an array reshaped or frozen since the last call is refused."""
+        cdef uint32_t* out = _row_pointer(arr, row, self.rt.words)
+        cdef int64_t width = cnp.PyArray_DIMS(<cnp.ndarray>arr)[cnp.PyArray_NDIM(<cnp.ndarray>arr) - 1]
+        cdef int r
+        with nogil:
+            r = self.fill_ptr(out, width)
+        return r != 0
 
     def accepting(self):
-        return bool(self._accepting())
+        cdef bint r
+        with nogil:
+            self._lock()
+            try:
+                r = self._accepting()
+            finally:
+                self._unlock()
+        return bool(r)
 
     def next_bytes(self):
         """The bytes that may come next (the byte-level mask), as a ``bytes`` object."""
         cdef int b
-        cdef int32_t d = self.depth
-        out = bytearray()
-        if self.finished:
-            return bytes(out)
-        self._reserve(d + 3)
-        for b in range(256):
-            if self.push_byte(<uint8_t>b):
-                out.append(b)
-                self._pop_to(d)
-        return bytes(out)
+        cdef int32_t d
+        cdef uint8_t ok[256]
+        memset(ok, 0, 256)
+        with nogil:
+            self._lock()
+            try:
+                d = self.depth
+                if not self.finished:
+                    self._reserve(d + 3)
+                    for b in range(256):
+                        try:
+                            if self.push_byte(<uint8_t>b):
+                                ok[b] = 1
+                        finally:
+                            self._pop_to(d)
+            finally:
+                self._unlock()
+        return bytes(b for b in range(256) if ok[b])
 
     def is_finished(self):
         return bool(self.finished)
 
-    def try_consume(self, int tok):
+    def try_consume(self, int64_t tok):
         """Consume token ``tok``; False (state unchanged) if the mask would not allow it."""
-        cdef Runtime rt = self.rt
-        cdef int32_t d0 = self.depth
-        cdef int64_t a, z, j
-        if self.finished:
-            return False
-        for i in range(rt.n_eos):
-            if rt.eos_ids[i] == tok:
-                if self._accepting():
-                    self.tok_depths.append(-1 - d0)
-                    self.finished = True
-                    return True
-                return False
-        if tok < 0 or tok >= rt.n_tokens or rt.tok_special[tok]:
-            return False
-        a = rt.tok_off[tok]
-        z = rt.tok_off[tok + 1]
-        self._reserve(d0 + (z - a) + 2)
-        for j in range(a, z):
-            if not self.push_byte(rt.tok_bytes[j]):
-                self._pop_to(d0)
-                return False
-        self.tok_depths.append(d0)
-        return True
+        cdef int r
+        with nogil:
+            self._lock()
+            try:
+                r = self._try_consume(tok)
+            finally:
+                self._unlock()
+        return r == 1
 
     def consume_bytes(self, const uint8_t[::1] data):
         """Push raw bytes (for byte-level tests); returns how many were accepted."""
-        cdef int32_t d0 = self.depth
-        cdef int64_t j
-        self._reserve(d0 + data.shape[0] + 2)
-        for j in range(data.shape[0]):
-            if not self.push_byte(data[j]):
-                return j
-        return data.shape[0]
+        cdef int64_t j = 0, n = data.shape[0]
+        cdef int32_t d
+        cdef bint ok
+        with nogil:
+            self._lock()
+            try:
+                self._reserve(self.depth + <int32_t>n + 2)
+                while j < n:
+                    d = self.depth
+                    ok = False
+                    try:
+                        ok = self.push_byte(data[j]) == 1
+                    finally:
+                        if not ok and self.depth != d:
+                            self._pop_to(d)      # an error inside the byte: undo it
+                    if not ok:
+                        break
+                    j += 1
+            finally:
+                self._unlock()
+        return j
 
-    def rollback(self, int n):
-        if n < 0 or n > len(self.tok_depths):
-            raise ValueError(f"cannot roll back {n} tokens: {len(self.tok_depths)} consumed")
-        if n == 0:
-            return
-        # wraparound is off in this module: index from the front
-        k = len(self.tok_depths) - n
-        d = self.tok_depths[k]
-        del self.tok_depths[k:]
-        if d < 0:
-            d = -1 - d
-        self.finished = False
-        self._pop_to(d)
+    def reset(self):
+        with nogil:
+            self._lock()
+            try:
+                self._reset()
+            finally:
+                self._unlock()
+
+    def rollback(self, int64_t n):
+        cdef int64_t d
+        with nogil:
+            self._lock()
+        try:
+            if n < 0 or n > self.n_tok:
+                raise ValueError(f"cannot roll back {n} tokens: {self.n_tok} consumed")
+            if n == 0:
+                return
+            d = self.tokd[self.n_tok - n]
+            self.n_tok -= n
+            if d < 0:
+                d = -1 - d
+            self.finished = False
+            self._pop_to(<int32_t>d)
+        finally:
+            self._unlock()
 
     def n_consumed(self):
-        return len(self.tok_depths)
+        return self.n_tok
 
     def prefix(self):
-        return bytes(self.st_byte[i] for i in range(1, self.depth + 1))
+        with nogil:
+            self._lock()
+        try:
+            return bytes(self.st_byte[1:self.depth + 1]) if self.depth else b""
+        finally:
+            self._unlock()
 
     def copy(self):
-        cdef MatcherCore m = MatcherCore.__new__(MatcherCore, self.rt, self.rows.clone())
-        m._reserve(self.depth + 2)
-        memcpy(m.st_lex, self.st_lex, sizeof(int32_t) * (self.depth + 1))
-        memcpy(m.st_nrows, self.st_nrows, sizeof(int32_t) * (self.depth + 1))
-        memcpy(m.st_byte, self.st_byte, self.depth + 1)
-        m.depth = self.depth
-        m.tok_depths = list(self.tok_depths)
-        m.finished = self.finished
-        m.use_cache = self.use_cache
-        return m
+        """An independent core in the same state (never the bytes of a fill in progress)."""
+        cdef MatcherCore m
+        with nogil:
+            self._lock()
+        try:
+            m = MatcherCore.__new__(MatcherCore, self.rt, self.rows.clone())
+            m._reserve(self.depth + 2)
+            memcpy(m.st_lex, self.st_lex, sizeof(int32_t) * (self.depth + 1))
+            memcpy(m.st_nrows, self.st_nrows, sizeof(int32_t) * (self.depth + 1))
+            memcpy(m.st_byte, self.st_byte, self.depth + 1)
+            m.depth = self.depth
+            while m.cap_tok < self.n_tok:
+                m.tokd = <int64_t*>realloc(m.tokd, sizeof(int64_t) * m.cap_tok * 2)
+                if m.tokd == NULL:
+                    _raise_memory("token list")
+                m.cap_tok *= 2
+            memcpy(m.tokd, self.tokd, sizeof(int64_t) * self.n_tok)
+            m.n_tok = self.n_tok
+            m.finished = self.finished
+            m.use_cache = self.use_cache
+            return m
+        finally:
+            self._unlock()
 
     def row_sizes(self):
         """``[(items, predicted items)]`` per row on the stack (debugging, docs)."""
@@ -1372,6 +1658,113 @@ cdef class MatcherCore:
 
     def describe(self):
         """Readable state for DeadEnd messages."""
-        d = self.depth
-        return {"bytes": d, "rows": self.st_nrows[d], "lexer_state": self.st_lex[d],
-                "finished": bool(self.finished)}
+        with nogil:
+            self._lock()
+        try:
+            d = self.depth
+            return {"bytes": d, "rows": self.st_nrows[d], "lexer_state": self.st_lex[d],
+                    "finished": bool(self.finished)}
+        finally:
+            self._unlock()
+
+
+cdef uint32_t* _row_pointer(arr, Py_ssize_t row, int32_t words) except NULL:
+    """Validate ``arr`` for a fill (on every call: cheap flag and shape reads) and
+    return the address of row ``row``."""
+    from cfgmask.errors import ConfigurationError
+    if not cnp.PyArray_Check(arr):
+        raise ConfigurationError(f"bitmask must be a numpy int32 array, got {type(arr).__name__}")
+    cdef cnp.ndarray a = <cnp.ndarray>arr
+    cdef int nd = cnp.PyArray_NDIM(a)
+    if cnp.PyArray_TYPE(a) != cnp.NPY_INT32:
+        raise ConfigurationError(f"bitmask must have dtype int32, got {arr.dtype}")
+    if nd != 1 and nd != 2:
+        raise ConfigurationError(f"bitmask must be 1-D or 2-D, got shape {arr.shape}")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(a):
+        raise ConfigurationError("bitmask must be C-contiguous")
+    if not cnp.PyArray_ISWRITEABLE(a):
+        raise ConfigurationError("bitmask must be writeable")
+    cdef Py_ssize_t width = cnp.PyArray_DIMS(a)[nd - 1]
+    cdef Py_ssize_t rows = cnp.PyArray_DIMS(a)[0] if nd == 2 else 1
+    if width < words:
+        raise ConfigurationError(f"bitmask rows need at least {words} int32 words, got {width}")
+    if not 0 <= row < rows:
+        raise ConfigurationError(f"row {row} out of range for a bitmask of {rows} rows")
+    return <uint32_t*>cnp.PyArray_DATA(a) + row * width
+
+
+def fill_rows(list cores, arr, int n_threads=0):
+    """Fill row ``i`` of ``arr`` for ``cores[i]`` (``None`` rows are skipped), the rows
+    on up to ``n_threads`` threads (0: one per row, at most the CPU count) without
+    the GIL.  Returns the index of the first row where nothing is allowed, or -1.
+    An error in any row is raised after every row has finished."""
+    cdef Py_ssize_t n = len(cores)
+    cdef Py_ssize_t i
+    cdef uint32_t* base
+    cdef int64_t width
+    cdef int nt
+    if n == 0:
+        return -1
+    first = next((c for c in cores if c is not None), None)
+    if first is None:
+        return -1
+    cdef int32_t words = (<MatcherCore>first).rt.words
+    if cnp.PyArray_Check(arr) and cnp.PyArray_NDIM(<cnp.ndarray>arr) == 2:
+        if cnp.PyArray_DIMS(<cnp.ndarray>arr)[0] < n:
+            from cfgmask.errors import ConfigurationError
+            raise ConfigurationError(f"bitmask needs shape [>= {n}, W], got {arr.shape}")
+    base = _row_pointer(arr, 0, words)
+    width = cnp.PyArray_DIMS(<cnp.ndarray>arr)[1] if cnp.PyArray_NDIM(<cnp.ndarray>arr) == 2 else 0
+    if cnp.PyArray_NDIM(<cnp.ndarray>arr) != 2:
+        from cfgmask.errors import ConfigurationError
+        raise ConfigurationError("fill_rows needs a 2-D bitmask")
+    cdef PyObject** ptrs = <PyObject**>malloc(sizeof(PyObject*) * n)
+    cdef int* status = <int*>malloc(sizeof(int) * n)
+    if ptrs == NULL or status == NULL:
+        free(ptrs)
+        free(status)
+        raise MemoryError()
+    errors = [None] * n
+    try:
+        for i in range(n):
+            c = cores[i]
+            ptrs[i] = NULL if c is None else <PyObject*>c
+            status[i] = 3                  # 3: not run; 2: running; 1/0: allowed / nothing
+        nt = n_threads if n_threads > 0 else min(<int>n, _cpu_count())
+        if nt > 1 and n > 1:
+            try:
+                with nogil:
+                    for i in prange(n, num_threads=nt, schedule="dynamic"):
+                        if ptrs[i] != NULL:
+                            status[i] = 2
+                            status[i] = (<MatcherCore>ptrs[i]).fill_ptr(base + i * width, width)
+            except BaseException:
+                pass                       # a row left at 2 raised: rerun below for its error
+        for i in range(n):
+            if ptrs[i] != NULL and status[i] >= 2:
+                status[i] = _fill_one(<MatcherCore>ptrs[i], base + i * width, width, errors, i)
+        for e in errors:
+            if e is not None:
+                raise e
+        for i in range(n):
+            if ptrs[i] != NULL and status[i] == 0:
+                return i
+        return -1
+    finally:
+        free(ptrs)
+        free(status)
+
+
+cdef int _fill_one(MatcherCore m, uint32_t* out, int64_t width, list errors, Py_ssize_t i):
+    try:
+        with nogil:
+            r = m.fill_ptr(out, width)
+        return r
+    except BaseException as e:
+        errors[i] = e
+        return -1
+
+
+cdef int _cpu_count():
+    import os
+    return os.cpu_count() or 1

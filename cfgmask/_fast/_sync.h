@@ -1,0 +1,37 @@
+/* Memory-ordering helpers and a recursive mutex for the mask caches.
+ *
+ * Readers of the shared caches take no lock: a writer fills an entry
+ * completely, then publishes it with a release store; a reader that sees the
+ * published value (acquire load) sees everything written before it.  Writers
+ * serialise on one recursive mutex per compiled grammar (a cache build steps
+ * the lexer, which may itself add a state under the same lock).
+ */
+#ifndef CFGMASK_SYNC_H
+#define CFGMASK_SYNC_H
+#include <stdint.h>
+#include <pthread.h>
+#include <sched.h>
+
+static inline int32_t cfg_load_i32(const int32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline void cfg_store_i32(int32_t *p, int32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+static inline uint64_t cfg_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline void cfg_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+static inline void *cfg_load_ptr(void *const *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline void cfg_store_ptr(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+static inline int64_t cfg_add_i64(int64_t *p, int64_t v) { return __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL); }
+
+typedef struct { pthread_mutex_t m; } cfg_rmutex;
+
+static inline int cfg_rmutex_init(cfg_rmutex *r) {
+    pthread_mutexattr_t a;
+    if (pthread_mutexattr_init(&a)) return -1;
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    int rc = pthread_mutex_init(&r->m, &a);
+    pthread_mutexattr_destroy(&a);
+    return rc ? -1 : 0;
+}
+static inline void cfg_rmutex_lock(cfg_rmutex *r) { pthread_mutex_lock(&r->m); }
+static inline void cfg_rmutex_unlock(cfg_rmutex *r) { pthread_mutex_unlock(&r->m); }
+static inline void cfg_rmutex_destroy(cfg_rmutex *r) { pthread_mutex_destroy(&r->m); }
+static inline void cfg_yield(void) { sched_yield(); }
+#endif
