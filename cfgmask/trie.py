@@ -145,17 +145,7 @@ class TokTrie:
         off = np.zeros(m, dtype=np.int64)
         np.cumsum(lens[:-1], out=off[1:])
         buf = np.frombuffer(b"".join(strs), dtype=np.uint8)
-
-        # lcp[j]: longest common prefix of sorted strings j-1 and j, one byte
-        # column at a time over the pairs still equal so far
-        lcp = np.zeros(m, dtype=np.int64)
-        act = np.arange(1, m)
-        k = 0
-        while act.size:
-            act = act[(lens[act - 1] > k) & (lens[act] > k)]
-            act = act[buf[off[act - 1] + k] == buf[off[act] + k]]
-            lcp[act] += 1
-            k += 1
+        lcp = _adjacent_lcp(buf, off, lens)
 
         # duplicates: a string that is a prefix of its (smaller-or-equal) predecessor
         dup = lcp == lens
@@ -178,22 +168,13 @@ class TokTrie:
         node_depth[1:] = depth
         node_byte = np.zeros(n, dtype=np.uint8)
         node_byte[1:] = buf[d_off[owner] + depth - 1]
+        del owner, depth
         node_token = np.full(n, -1, dtype=np.int32)
         node_token[last] = d_id
         token_node[idarr] = last[group]
-
-        # The subtree of a node at depth d owned by string g ends at the first
-        # node of the first later string g' with lcp[g'] < d (it leaves the
-        # node's prefix); with no such string it runs to the end.
-        subtree_end = np.full(n, n, dtype=np.int32)
-        by_depth = np.argsort(depth, kind="stable")
-        bounds = np.searchsorted(depth[by_depth], np.arange(1, int(depth.max()) + 2))
-        for d in range(1, int(depth.max()) + 1):
-            nodes = by_depth[bounds[d - 1]:bounds[d]]
-            leave = np.flatnonzero(d_lcp < d)
-            nxt = np.searchsorted(leave, owner[nodes], side="right")
-            has = nxt < len(leave)
-            subtree_end[1 + nodes[has]] = first[leave[nxt[has]]]
+        subtree_end = np.empty(n, dtype=np.int32)
+        subtree_end[0] = n
+        subtree_end[1:] = _subtree_ends(d_lcp, d_len, first, n)
         return cls(node_byte, node_depth, node_token, subtree_end, same_next, token_node)
 
     # ---------------------------------------------------------------- queries
@@ -276,3 +257,125 @@ def _frozen(a, dtype):
         a = a.copy()
     a.flags.writeable = False
     return a
+
+
+# ------------------------------------------------------------- build helpers
+#
+# Both helpers are linear in the total token bytes (plus O(G log G) in the
+# number G of distinct strings), whatever the longest token: finding 11a of
+# issue 12 was a 1 MB token making a per-depth loop run a million rounds.
+
+_LCP_BUDGET = 1 << 20  # bytes compared per round (bounds the temporary index arrays)
+
+
+def _adjacent_lcp(buf, off, lens):
+    """``lcp[j]``: longest common prefix of sorted strings ``j - 1`` and ``j`` (``lcp[0] = 0``).
+
+    The strings are ``buf[off[j]:off[j] + lens[j]]``.  Pairs still equal are
+    compared a window at a time; the window doubles every round (capped so that
+    one round touches at most ``_LCP_BUDGET`` bytes), so a pair with common
+    prefix ``L`` costs O(L) work in O(log L) rounds and the total work is at
+    most about twice the sum of the common prefixes.
+    """
+    m = len(lens)
+    lcp = np.zeros(m, dtype=np.int64)
+    # zero padding past the end, so that a window never needs clipping: an
+    # active pair has k <= lim, and positions at or past lim count as unequal
+    buf = np.concatenate([buf, np.zeros(_LCP_BUDGET + 1, dtype=np.uint8)])
+    act = np.arange(1, m)
+    lim = np.minimum(lens[:-1], lens[1:])   # a common prefix is never longer
+    a_off, b_off = off[:-1], off[1:]
+    k = 0
+    width = 1
+    while act.size:
+        if width == 1:
+            eq = (buf[a_off + k] == buf[b_off + k]) & (lim > k)
+            same = eq
+            stop = ~same
+            lcp[act[stop]] = k
+        else:
+            cols = np.arange(k, k + width)
+            eq = (buf[a_off[:, None] + cols] == buf[b_off[:, None] + cols]) & (cols < lim[:, None])
+            same = eq.all(axis=1)
+            stop = ~same
+            lcp[act[stop]] = k + np.argmin(eq[stop], axis=1)
+        act, lim, a_off, b_off = act[same], lim[same], a_off[same], b_off[same]
+        k += width
+        width = max(1, min(2 * width, _LCP_BUDGET // max(1, act.size)))
+    return lcp
+
+
+def _first_not_above(values, strict=False):
+    """``out[i]``: the first ``p > i`` with ``values[p] <= values[i]`` (``<`` when
+    ``strict``), or ``len(values)`` when there is none.
+
+    Binary lifting over a sparse table of range minima: ``log2(G)`` vectorised
+    rounds, each skipping a block of ``2**k`` values when its minimum is above
+    the threshold.  O(G log G) time and int32 memory for ``G`` values.
+    """
+    G = len(values)
+    a = values.astype(np.int32)
+    thr = a - 1 if strict else a
+    K = max(1, G.bit_length())
+    levels = [np.concatenate([a, np.full(1 << K, np.iinfo(np.int32).max, dtype=np.int32)])]
+    for k in range(1, K + 1):
+        prev, half = levels[-1], 1 << (k - 1)
+        levels.append(np.minimum(prev[:-half], prev[half:]))
+    pos = np.arange(1, G + 1)
+    for k in range(K, -1, -1):
+        lv = levels[k]
+        skip = lv[np.minimum(pos, len(lv) - 1)] > thr
+        pos += skip.astype(pos.dtype) << k
+    return np.minimum(pos, G)
+
+
+def _next_le(values):
+    """``nxt[g]``: the first ``g' > g`` with ``values[g'] <= values[g]``, or ``len(values)``."""
+    return _first_not_above(values)
+
+
+def _prev_lt(values):
+    """``prv[g]``: the last ``g' < g`` with ``values[g'] < values[g]``, or -1."""
+    G = len(values)
+    return G - 1 - _first_not_above(values[::-1], strict=True)[::-1]
+
+
+def _subtree_ends(lcp, lens, first, n):
+    """``node_subtree_end[1:]`` from the distinct sorted strings (see ``_build``).
+
+    String ``g`` owns the consecutive nodes at depths ``lcp[g]+1 .. lens[g]``
+    (its "block", starting at node ``first[g]``).  The subtree of its node at
+    depth ``d`` ends at the first node of the first later string ``g'`` with
+    ``lcp[g'] < d``.  Within a block that answer is a step function of ``d``
+    whose steps are the strings hanging off the block: the *children* ``c`` of
+    ``g`` (``g`` is the last earlier string with ``lcp < lcp[c]``), in
+    increasing order and with non-increasing ``lcp``.  From the shallow end:
+    depths ``lcp[g]+1 .. lcp[c_m]`` end where the first later string with
+    ``lcp <= lcp[g]`` starts; depths ``lcp[c_k]+1 .. lcp[c_(k-1)]`` end at
+    ``c_k`` (children with equal ``lcp`` leave empty steps; the smallest id
+    keeps the step); the deepest step ends at ``c_1``.  Sorting these steps by
+    (block, lower depth) and ``np.repeat`` gives every node's answer in node
+    order: O(G log G + n) for ``G`` strings and ``n`` nodes.
+    """
+    G = len(lcp)
+    starts = np.append(first, n)              # string G stands for "the end"
+    term = _next_le(lcp)                      # the step at the shallow end of each block
+    child = np.flatnonzero(lcp > 0)[::-1]     # strings hanging off another block, largest first
+    parent = _prev_lt(lcp)[child]
+    order = np.argsort(parent, kind="stable")  # by block, then child id descending
+    child, parent = child[order], parent[order]
+    # entries per block, shallow to deep: the terminator, then its children
+    n_child = np.bincount(parent, minlength=G)
+    before = np.zeros(G, dtype=np.int64)
+    np.cumsum(n_child[:-1], out=before[1:])
+    E = G + len(child)
+    value = np.empty(E, dtype=np.int64)
+    lower = np.empty(E, dtype=np.int64)
+    t_pos = np.arange(G) + before
+    c_pos = np.arange(len(child)) + parent + 1
+    value[t_pos], lower[t_pos] = term, lcp
+    value[c_pos], lower[c_pos] = child, lcp[child]
+    upper = np.empty(E, dtype=np.int64)
+    upper[:-1] = lower[1:]
+    upper[t_pos + n_child] = lens            # a block's deepest step ends at its own length
+    return np.repeat(starts[value], upper - lower)
