@@ -156,16 +156,24 @@ class Grammar:
         the text if there is one".  Raises :class:`GrammarError` naming the
         rule or terminal when the grammar cannot be turned into an exact mask.
         """
-        import lark
-        from lark.exceptions import LarkError
-
         if not isinstance(text, str):
             raise GrammarError(f"grammar text must be str, not {type(text).__name__}",
                                where=source, construct="input")
         if not isinstance(start, str):
             raise GrammarError("start must be a single rule name", where=str(start), construct="start")
+        # a disk-cache hit skips Lark entirely (see grammar_cache.py)
+        from . import grammar_cache
+        key = grammar_cache.grammar_key(text, start, import_paths, word_boundary, source)
+        cached = grammar_cache.load(key)
+        if cached is not None:
+            return cached
+        import lark
+        from lark.exceptions import LarkError
+        from lark.load_grammar import load_grammar
         try:
-            parser = lark.Lark(text, start=start, parser="earley", lexer="dynamic",
+            # load_grammar first, so that Lark reports the files the text %imports
+            loaded, used_files = load_grammar(text, source or "<string>", list(import_paths), False)
+            parser = lark.Lark(loaded, start=start, parser="earley", lexer="dynamic",
                                import_paths=list(import_paths), source_path=source)
         except LarkError as e:
             raise GrammarError(f"{source or 'grammar'}: {e}", where=source, construct="lark") from None
@@ -173,7 +181,9 @@ class Grammar:
             m = _WORD_BOUNDARY_PRAGMA.search(text)
             word_boundary = m.group(1) if m else ""
         wb = word_boundary_bytes(word_boundary) if word_boundary else b""
-        return _normalise(parser, start, wb, source)
+        g = _normalise(parser, start, wb, source)
+        grammar_cache.store(key, g, used_files)
+        return g
 
     @classmethod
     def from_file(cls, path, start="start", *, word_boundary=None):

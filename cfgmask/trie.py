@@ -83,7 +83,7 @@ class TokTrie:
                  "n_trie_tokens")
 
     def __init__(self, node_byte, node_depth, node_token, node_subtree_end, token_same_next,
-                 token_node):
+                 token_node, node_first_child=None):
         self.node_byte = _frozen(node_byte, np.uint8)
         self.node_depth = _frozen(node_depth, np.int32)
         self.node_token = _frozen(node_token, np.int32)
@@ -99,9 +99,22 @@ class TokTrie:
         self.vocab_size = len(self.token_node)
         self.max_depth = int(self.node_depth.max())
         self.n_trie_tokens = int(np.count_nonzero(self.token_node >= 0))
-        idx = np.arange(n, dtype=np.int32)
-        self.node_first_child = _frozen(
-            np.where(self.node_subtree_end > idx + 1, idx + 1, -1), np.int32)
+        if node_first_child is None:
+            idx = np.arange(n, dtype=np.int32)
+            node_first_child = np.where(self.node_subtree_end > idx + 1, idx + 1, -1)
+        self.node_first_child = _frozen(node_first_child, np.int32)
+        if len(self.node_first_child) != n:
+            raise ConfigurationError("TokTrie arrays have inconsistent lengths")
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        """A trie from its arrays (a dict keyed by the attribute names, as stored
+        in the prepared-vocabulary cache).  Read-only arrays of the right dtype
+        are used as they are, without a copy."""
+        t = cls(arrays["node_byte"], arrays["node_depth"], arrays["node_token"],
+                arrays["node_subtree_end"], arrays["token_same_next"], arrays["token_node"],
+                node_first_child=arrays.get("node_first_child"))
+        return t
 
     # ------------------------------------------------------------------ build
 
@@ -252,9 +265,17 @@ class TokTrie:
 
 
 def _frozen(a, dtype):
+    """``a`` as a read-only contiguous array nobody else can write: a copy unless
+    it is already read-only and owns its memory or views an immutable ``bytes``
+    (what the disk cache returns)."""
     a = np.ascontiguousarray(np.asarray(a, dtype=dtype))
-    if a.base is not None or a.flags.writeable:
-        a = a.copy()
+    if not a.flags.writeable:
+        base = a
+        while isinstance(base, np.ndarray) and base.base is not None:
+            base = base.base
+        if base is a or isinstance(base, bytes):
+            return a
+    a = a.copy()
     a.flags.writeable = False
     return a
 
