@@ -223,7 +223,7 @@ class Vocabulary:
         if self._flat_arrays is None:
             tb = self.token_bytes
             n = self.n_tokens
-            present = np.fromiter(map(bool, tb), dtype=bool, count=n)  # b"" never occurs
+            present = np.frombuffer(bytes(map(bool, tb)), dtype=bool)  # b"" never occurs
             text = list(filter(None, tb))
             lens = np.zeros(n, dtype=np.int64)
             lens[present] = np.fromiter(map(len, text), dtype=np.int64, count=len(text))
