@@ -16,9 +16,12 @@ Tables for docs/compile.md (Markdown on stdout, raw numbers with ``--json``):
    llguidance (``grammar_from`` + ``LLMatcher`` + first fill, the same
    grammar text) and Lark alone (``lark.Lark(text)``).  Module imports are
    outside every timing; importing Lark, which only a miss pays, is listed.
-3. Vocabulary preparation in a fresh process: fingerprint, token trie and
+3. regex -> DFA for every terminal of each grammar, this version against the
+   ``--baseline-src`` version's ``regex.py`` in the same process (the DFAs
+   are checked to be identical).
+4. Vocabulary preparation in a fresh process: fingerprint, token trie and
    subtree byte sets, built (empty cache) or loaded from the disk cache.
-4. Trie build time for one huge token (issue 12, finding 11a), as a ratio to
+5. Trie build time for one huge token (issue 12, finding 11a), as a ratio to
    building SmolLM2's whole trie in the same run.
 
 Every worker runs in its own process with ``CFGMASK_CACHE_DIR`` pointing to a
@@ -317,6 +320,43 @@ def section_prep(tokenizers, repeat, dumps, tmp, log):
     return rows
 
 
+def section_regex(grammars, repeat, baseline, log):
+    """regex -> DFA per grammar, this version vs ``baseline``'s regex.py, same process."""
+    import importlib.util
+    import cfgmask
+    from cfgmask import regex
+    old = None
+    if baseline:
+        spec = importlib.util.spec_from_file_location(
+            "cfgmask._baseline_regex", os.path.join(baseline, "cfgmask", "regex.py"))
+        old = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(old)  # its relative imports resolve to this cfgmask
+    rows = {}
+    for name in grammars:
+        g = cfgmask.Grammar.from_file(grammar_path(name))
+        pats = list(zip(g.terminal_names, g.terminal_patterns))
+        new_t, old_t = {}, {}
+        for _ in range(max(repeat, 3)):
+            for n, p in pats:
+                regex._memo.clear()
+                t0 = time.process_time()
+                a = regex.compile_regex(p, n)
+                new_t[n] = min(new_t.get(n, 1e9), time.process_time() - t0)
+                if old is not None:
+                    t0 = time.process_time()
+                    b = old.compile_regex(p, n)
+                    old_t[n] = min(old_t.get(n, 1e9), time.process_time() - t0)
+                    assert (a.trans.shape == b.trans.shape and (a.trans == b.trans).all()
+                            and a.follow_forbidden == b.follow_forbidden), n
+        worst = max(new_t, key=new_t.get)
+        rows[name] = {"terminals": len(pats), "new_s": sum(new_t.values()),
+                      "old_s": sum(old_t.values()) if old_t else None,
+                      "worst": worst, "worst_new_s": new_t[worst],
+                      "worst_old_s": old_t.get(worst)}
+        log(f"regex {name}: {rows[name]}")
+    return rows
+
+
 def section_big_tokens(sizes_mb, log):
     import random
     from cfgmask.prepared import subtree_byte_sets
@@ -350,7 +390,13 @@ def ms(x):
     return f"{1e3 * x:.1f}" if x == x else "-"
 
 
-def report(res, out=print):
+def report(res, out=None):
+    def out(line="", end="\n", _buf=[]):  # noqa: B006 - joins the pieces of one table row
+        _buf.append(line)
+        if end == "\n":
+            print("".join(_buf))
+            _buf.clear()
+
     if "check" in res:
         out("\n### `cfgmask check` (ms, median; load includes importing Lark on a miss)\n")
         base = any("baseline" in r for r in res["check"].values())
@@ -389,6 +435,17 @@ def report(res, out=print):
                     f"{ms(x['compile_rest_s'])} | {ms(x['first_mask_s'])} | **{ms(x['ttfm_s'])}** | "
                     f"{ms(x['ttfm_cpu_s'])} | {ms(x['lark_s'])} | {ms(llg)} | {ratio} | "
                     f"{ms(x['lark_import_s']) if 'lark_import_s' in x else '-'} |")
+    if "regex" in res:
+        out("\n### regex -> DFA, all terminals of a grammar (CPU ms, best of runs, warm "
+            "Unicode tables; identical DFAs checked)\n")
+        out("| grammar | terminals | before | after | before/after | slowest terminal: before | after |")
+        out("|---|---|---|---|---|---|---|")
+        for name, r in res["regex"].items():
+            o = r["old_s"]
+            out(f"| {name} | {r['terminals']} | {ms(o) if o else '-'} | {ms(r['new_s'])} | "
+                f"{o / r['new_s']:.1f}x | " if o else f"| - | ", end="")
+            out(f"{r['worst']} {ms(r['worst_old_s']) if r['worst_old_s'] else '-'} | "
+                f"{ms(r['worst_new_s'])} |")
     if "prep" in res:
         out("\n### Vocabulary preparation in a fresh process (ms, median)\n")
         out("| tokenizer | case | `Vocabulary(...)` | fingerprint + flat bytes | trie | "
@@ -418,7 +475,7 @@ def main(argv=None):
     ap.add_argument("--grammars", default=",".join(GRAMMARS))
     ap.add_argument("--check-grammars", default="json,sql,javascript,lark")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--sections", default="check,ttfm,prep,big")
+    ap.add_argument("--sections", default="check,ttfm,regex,prep,big")
     ap.add_argument("--big-token-mb", default="1,10")
     ap.add_argument("--baseline-src", help="source tree of an older cfgmask for the check table")
     ap.add_argument("--no-llguidance", action="store_true")
@@ -450,6 +507,8 @@ def main(argv=None):
             rows = section_ttfm(tokenizers, a.grammars.split(","), a.repeat, dumps, tmp,
                                 not a.no_llguidance, log)
             res["ttfm"] = {f"{k[0]}/{k[1]}": v for k, v in rows.items()}
+        if "regex" in sections:
+            res["regex"] = section_regex(a.check_grammars.split(","), a.repeat, a.baseline_src, log)
         if "prep" in sections:
             res["prep"] = section_prep(tokenizers, a.repeat, dumps, tmp, log)
         if "big" in sections:

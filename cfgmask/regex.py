@@ -65,6 +65,7 @@ backreferences, conditionals, atomic groups and possessive repeats, and
 automata larger than ``max_states``.
 """
 
+from bisect import bisect_left
 from functools import lru_cache
 import re
 
@@ -646,6 +647,7 @@ def _determinize(nfa, start, final, max_states, name, bounds):
     """
     empty_moves, assert_moves = nfa.empty_moves, nfa.assert_moves
     n_atoms = len(bounds) - 1
+    cuts = bounds.tolist()
     # each move as atom intervals (lo, hi inclusive, target)
     atom_of = {}
     byte_moves = []
@@ -656,8 +658,8 @@ def _determinize(nfa, start, final, max_states, name, bounds):
             if spans is None:
                 spans = []
                 for lo, hi in ranges:
-                    a = int(np.searchsorted(bounds, lo))
-                    b = int(np.searchsorted(bounds, hi + 1)) - 1
+                    a = bisect_left(cuts, lo)
+                    b = bisect_left(cuts, hi + 1) - 1
                     if spans and spans[-1][1] + 1 == a:
                         spans[-1][1] = b
                     else:
@@ -830,6 +832,7 @@ def _predecessors(table):
 
 
 _MOORE_ROUNDS = 24
+_MOORE_MIN_STATES = 256  # below this Hopcroft in Python is quicker than numpy's overheads
 
 
 def _moore(table, labels, max_rounds):
@@ -933,7 +936,8 @@ def _co_accessible(accepting, bounds, pred_source):
 
 
 def _minimize_and_trim(trans, accepting, follow):
-    """Minimal trimmed DFA equivalent to ``trans`` (start 0, -1 = dead).
+    """Minimal trimmed DFA equivalent to ``trans`` (start 0, -1 = dead; the other
+    states in no particular order).
 
     ``follow[s]``: the follow-restriction mask of state ``s`` (0: none).
     Returns ``(trans, accepting, follow)`` for the new states.
@@ -956,29 +960,22 @@ def _minimize_and_trim(trans, accepting, follow):
     labels = labels[live]
     n = table.shape[0]
 
-    block_of, done = _moore(table, labels, _MOORE_ROUNDS)
+    block_of, done = _moore(table, labels, _MOORE_ROUNDS) if n >= _MOORE_MIN_STATES else (labels, False)
     if not done:  # long chains (a{1,1000}): finish from Moore's partition
         block_of = np.array(_hopcroft(n, block_of.tolist(), *_predecessors(table)), dtype=np.int64)
 
-    # Renumber blocks breadth-first from the start, bytes in increasing
-    # order (class numbers follow first appearance by byte value).
+    # One state per block, the start's block first (the caller renumbers the
+    # final byte automaton breadth-first, see _renumber_bfs).
     _, representative = np.unique(block_of, return_index=True)
-    new_id = np.full(len(representative), -1, dtype=np.int64)
-    new_id[block_of[0]] = 0
-    visit = [int(block_of[0])]
-    rows = []
-    while len(rows) < len(visit):
-        targets = table[representative[visit[len(rows)]]]
-        block_row = np.where(targets >= 0, block_of[np.maximum(targets, 0)], -1)
-        for block in block_row.tolist():
-            if block >= 0 and new_id[block] < 0:
-                new_id[block] = len(visit)
-                visit.append(block)
-        rows.append(block_row)
-    small = np.stack(rows)
-    small = np.where(small >= 0, new_id[np.maximum(small, 0)], -1).astype(np.int32)
+    n_blocks = len(representative)
+    new_id = np.arange(n_blocks)
+    start = int(block_of[0])
+    new_id[[0, start]] = new_id[[start, 0]]
+    order = np.argsort(new_id)                  # new state -> block
+    small = table[representative[order]]
+    small = np.where(small >= 0, new_id[block_of[np.maximum(small, 0)]], -1).astype(np.int32)
     new_trans = np.ascontiguousarray(small[:, class_of])
-    new_labels = labels[representative[visit]]
+    new_labels = labels[representative[order]]
     return new_trans, new_labels > 0, [mask_of_label[label] for label in new_labels.tolist()]
 
 
