@@ -21,7 +21,9 @@ Tables for docs/compile.md (Markdown on stdout, raw numbers with ``--json``):
    are checked to be identical).
 4. Vocabulary preparation in a fresh process: fingerprint, token trie and
    subtree byte sets, built (empty cache) or loaded from the disk cache.
-5. Trie build time for one huge token (issue 12, finding 11a), as a ratio to
+5. ``TokTrie.build`` on the real vocabularies against the ``--baseline-src``
+   version's ``trie.py`` (same arrays checked), and the build time for one huge
+   token (issue 12, finding 11a), as a ratio to
    building SmolLM2's whole trie in the same run.
 
 Every worker runs in its own process with ``CFGMASK_CACHE_DIR`` pointing to a
@@ -142,10 +144,15 @@ def worker_ttfm(args):
         lark_import_s = time.perf_counter() - t_import
     tb, eos, vs = load_dump(args["dump"])
     vocab = Vocabulary(tb, eos, vs)
-    prep = vocab.prepared()
-    prep.trie, prep.token_bytes_flat  # noqa: B018 - the prepared vocabulary, not timed
+    if hasattr(vocab, "prepared"):
+        prep = vocab.prepared()
+        prep.trie, prep.token_bytes_flat  # noqa: B018 - the prepared vocabulary, not timed
+        parts = prep.loaded()
+    else:  # an older cfgmask (--baseline-src): its trie, cached on the Vocabulary
+        vocab.trie()
+        parts = {}
     path = grammar_path(args["grammar"])
-    out = {"import_s": import_s, "vocab_parts": prep.loaded()}
+    out = {"import_s": import_s, "vocab_parts": parts}
     if lark_import_s is not None:
         out["lark_import_s"] = lark_import_s
     gc.collect()  # every engine starts without a pending collection of the imports' garbage
@@ -162,7 +169,7 @@ def worker_ttfm(args):
     out["ttfm_cpu_s"] = time.process_time() - c0
     out.update(grammar_s=t1 - t0, lexer_s=c.timings["automata_s"],
                compile_rest_s=(t2 - t1) - c.timings["automata_s"], first_mask_s=t3 - t2,
-               ttfm_s=t3 - t0, lexer_source=c.lexer_spec.source,
+               ttfm_s=t3 - t0, lexer_source=getattr(c.lexer_spec, "source", "n/a"),
                allowed=int(np.unpackbits(bm.view(np.uint8)).sum()))
     return out
 
@@ -221,8 +228,8 @@ def worker_prep(args):
             "trie_s": t4 - t3, "subtree_bytes_s": t5 - t4, "parts": prep.loaded()}
 
 
-def run_worker(task, args, cache_dir, extra_env=None):
-    env = dict(os.environ, CFGMASK_CACHE_DIR=cache_dir, PYTHONPATH=ROOT)
+def run_worker(task, args, cache_dir, extra_env=None, src=None):
+    env = dict(os.environ, CFGMASK_CACHE_DIR=cache_dir, PYTHONPATH=src or ROOT)
     env.pop("CFGMASK_CACHE", None)
     env.update(extra_env or {})
     p = subprocess.run([sys.executable, __file__, "--worker", task, json.dumps(args)],
@@ -272,14 +279,18 @@ def section_check(grammars, repeat, baseline, tmp, log):
     return rows
 
 
-def section_ttfm(tokenizers, grammars, repeat, dumps, tmp, llg, log):
+def section_ttfm(tokenizers, grammars, repeat, dumps, tmp, llg, log, baseline=None):
     rows = {}
     for tname in tokenizers:
         base = os.path.join(tmp, f"vocab-{tname}")
         run_worker("prep", {"dump": dumps[tname]}, base)  # the prepared vocabulary, on disk
         for g in grammars:
-            miss, hit, peers = [], [], []
+            miss, hit, peers, before = [], [], [], []
             for r in range(repeat):
+                if baseline:
+                    before.append(run_worker("ttfm", {"dump": dumps[tname], "grammar": g,
+                                                      "case": "miss"}, os.path.join(tmp, "unused"),
+                                             src=baseline))
                 d = os.path.join(tmp, f"ttfm-{tname}-{g}-{r}")
                 shutil.copytree(base, d)
                 miss.append(run_worker("ttfm", {"dump": dumps[tname], "grammar": g,
@@ -288,13 +299,14 @@ def section_ttfm(tokenizers, grammars, repeat, dumps, tmp, llg, log):
                                                   "llguidance": llg}, d))
                 hit.append(run_worker("ttfm", {"dump": dumps[tname], "grammar": g,
                                                "case": "hit"}, d))
-            for x, p in zip(miss + hit, peers + peers):
+            for x, p in zip(miss + hit + before, peers * 3):
                 x.update(p)
             assert all(x["lexer_source"] == "built" for x in miss), miss
             assert all(x["lexer_source"] == "disk" for x in hit), hit
             assert len({x["allowed"] for x in miss + hit}) == 1
             rows[(tname, g)] = {case: {k: med([x[k] for x in xs]) for k in xs[0] if k.endswith("_s")}
-                                for case, xs in (("miss", miss), ("hit", hit))}
+                                for case, xs in (("miss", miss), ("hit", hit), ("before", before))
+                                if xs}
             for x in miss + hit:
                 if "llguidance_error" in x:
                     rows[(tname, g)]["llguidance_error"] = x["llguidance_error"]
@@ -354,6 +366,45 @@ def section_regex(grammars, repeat, baseline, log):
                       "worst": worst, "worst_new_s": new_t[worst],
                       "worst_old_s": old_t.get(worst)}
         log(f"regex {name}: {rows[name]}")
+    if old is not None:  # identity (untimed) over the test grammars' terminals too
+        import glob
+        checked = 0
+        for path in sorted(glob.glob(os.path.join(ROOT, "tests", "grammars", "*.lark"))):
+            g = cfgmask.Grammar.from_file(path)
+            for n, p in zip(g.terminal_names, g.terminal_patterns):
+                a, b = regex.compile_regex(p, n), old.compile_regex(p, n)
+                assert (a.trans.shape == b.trans.shape and (a.trans == b.trans).all()
+                        and a.follow_forbidden == b.follow_forbidden
+                        and a.follow_forbidden_at_eos == b.follow_forbidden_at_eos), (path, n)
+                checked += 1
+        rows["_identical_test_grammar_terminals"] = checked
+    return rows
+
+
+def section_trie(tokenizers, repeat, baseline, log):
+    """TokTrie.build on the real vocabularies, this version vs ``baseline``'s trie.py."""
+    import importlib.util
+    from cfgmask.trie import TokTrie
+    from tests import vocabs
+    spec = importlib.util.spec_from_file_location(
+        "cfgmask._baseline_trie", os.path.join(baseline, "cfgmask", "trie.py"))
+    old = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old)
+    rows = {}
+    for tname in tokenizers:
+        v = {"smollm2": vocabs.smollm2_vocab, "tekken": vocabs.tekken_vocab,
+             "sp": vocabs.sp_vocab}[tname]()
+        new_t, old_t = [], []
+        for _ in range(max(3, repeat)):
+            t0 = time.process_time()
+            a = TokTrie.build(v)
+            new_t.append(time.process_time() - t0)
+            t0 = time.process_time()
+            b = old.TokTrie.build(v)
+            old_t.append(time.process_time() - t0)
+        assert (a.node_subtree_end == b.node_subtree_end).all() and (a.token_node == b.token_node).all()
+        rows[tname] = {"new_s": min(new_t), "old_s": min(old_t), "nodes": a.n_nodes}
+        log(f"trie {tname}: {rows[tname]}")
     return rows
 
 
@@ -427,7 +478,9 @@ def report(res, out=None):
         out("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for key, r in res["ttfm"].items():
             tname, g = key.split("/") if isinstance(key, str) else key
-            for case in ("miss", "hit"):
+            for case in ("before", "miss", "hit"):
+                if case not in r:
+                    continue
                 x = r[case]
                 llg = x.get("llguidance_s", float("nan"))
                 ratio = f"{x['ttfm_s'] / llg:.2f}" if llg == llg else "-"
@@ -441,11 +494,17 @@ def report(res, out=None):
         out("| grammar | terminals | before | after | before/after | slowest terminal: before | after |")
         out("|---|---|---|---|---|---|---|")
         for name, r in res["regex"].items():
+            if name.startswith("_"):
+                continue
             o = r["old_s"]
             out(f"| {name} | {r['terminals']} | {ms(o) if o else '-'} | {ms(r['new_s'])} | "
                 f"{o / r['new_s']:.1f}x | " if o else f"| - | ", end="")
             out(f"{r['worst']} {ms(r['worst_old_s']) if r['worst_old_s'] else '-'} | "
                 f"{ms(r['worst_new_s'])} |")
+        if "_identical_test_grammar_terminals" in res["regex"]:
+            n = sum(r["terminals"] for k, r in res["regex"].items() if not k.startswith("_"))
+            out(f"\nIdentical DFAs before and after: all {n} terminals above and "
+                f"{res['regex']['_identical_test_grammar_terminals']} of tests/grammars/*.lark.")
     if "prep" in res:
         out("\n### Vocabulary preparation in a fresh process (ms, median)\n")
         out("| tokenizer | case | `Vocabulary(...)` | fingerprint + flat bytes | trie | "
@@ -457,6 +516,13 @@ def report(res, out=None):
                 tot = x["fingerprint_s"] + x["trie_s"] + x["subtree_bytes_s"]
                 out(f"| {tname} | {case} | {ms(x['vocabulary_s'])} | {ms(x['fingerprint_s'])} | "
                     f"{ms(x['trie_s'])} | {ms(x['subtree_bytes_s'])} | {ms(tot)} |")
+    if "trie" in res:
+        out("\n### `TokTrie.build` on real vocabularies (CPU ms, best of runs, same process)\n")
+        out("| tokenizer | nodes | before | after | after/before |")
+        out("|---|---|---|---|---|")
+        for tname, r in res["trie"].items():
+            out(f"| {tname} | {r['nodes']:,} | {ms(r['old_s'])} | {ms(r['new_s'])} | "
+                f"{r['new_s'] / r['old_s']:.2f} |")
     if "big" in res:
         b = res["big"]
         out(f"\n### One huge token (CPU time; SmolLM2's whole trie: {ms(b['smollm2_trie_cpu_s'])} ms "
@@ -475,7 +541,7 @@ def main(argv=None):
     ap.add_argument("--grammars", default=",".join(GRAMMARS))
     ap.add_argument("--check-grammars", default="json,sql,javascript,lark")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--sections", default="check,ttfm,regex,prep,big")
+    ap.add_argument("--sections", default="check,ttfm,regex,prep,trie,big")
     ap.add_argument("--big-token-mb", default="1,10")
     ap.add_argument("--baseline-src", help="source tree of an older cfgmask for the check table")
     ap.add_argument("--no-llguidance", action="store_true")
@@ -505,12 +571,14 @@ def main(argv=None):
                                          tmp, log)
         if "ttfm" in sections:
             rows = section_ttfm(tokenizers, a.grammars.split(","), a.repeat, dumps, tmp,
-                                not a.no_llguidance, log)
+                                not a.no_llguidance, log, a.baseline_src)
             res["ttfm"] = {f"{k[0]}/{k[1]}": v for k, v in rows.items()}
         if "regex" in sections:
             res["regex"] = section_regex(a.check_grammars.split(","), a.repeat, a.baseline_src, log)
         if "prep" in sections:
             res["prep"] = section_prep(tokenizers, a.repeat, dumps, tmp, log)
+        if "trie" in sections and a.baseline_src:
+            res["trie"] = section_trie(tokenizers + ["sp"], a.repeat, a.baseline_src, log)
         if "big" in sections:
             res["big"] = section_big_tokens([float(x) for x in a.big_token_mb.split(",")], log)
     import platform
