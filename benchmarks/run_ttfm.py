@@ -152,7 +152,7 @@ def worker_ttfm(args):
         vocab.trie()
         parts = {}
     path = grammar_path(args["grammar"])
-    out = {"import_s": import_s, "vocab_parts": parts}
+    out = {"import_s": import_s, "vocab_parts": parts, "cfgmask": os.path.dirname(cfgmask.__file__)}
     if lark_import_s is not None:
         out["lark_import_s"] = lark_import_s
     gc.collect()  # every engine starts without a pending collection of the imports' garbage
@@ -229,8 +229,11 @@ def worker_prep(args):
 
 
 def run_worker(task, args, cache_dir, extra_env=None, src=None):
-    env = dict(os.environ, CFGMASK_CACHE_DIR=cache_dir, PYTHONPATH=src or ROOT)
+    env = dict(os.environ, CFGMASK_CACHE_DIR=cache_dir, PYTHONPATH=ROOT)
     env.pop("CFGMASK_CACHE", None)
+    env.pop("CFGMASK_BENCH_SRC", None)
+    if src:  # the worker puts this tree first on sys.path (before this script's ROOT)
+        env["CFGMASK_BENCH_SRC"] = src
     env.update(extra_env or {})
     p = subprocess.run([sys.executable, __file__, "--worker", task, json.dumps(args)],
                        capture_output=True, text=True, env=env, cwd=ROOT)
@@ -248,16 +251,21 @@ def run_check(name, cache_dir, src=None):
     env = dict(os.environ, CFGMASK_CACHE_DIR=cache_dir)
     env.pop("CFGMASK_CACHE", None)
     env["PYTHONPATH"] = src or ROOT
+    import resource
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "cfgmask", "check", grammar_path(name)],
                        capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
     wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     m = _CHECK_TIME.search(p.stdout)
     if p.returncode != 0 or m is None:
         raise RuntimeError(f"cfgmask check {name} failed ({src or 'this tree'}):\n{p.stdout[-500:]}"
                            f"{p.stderr[-2000:]}")
     load, automata, total = (float(x) for x in m.groups())
-    return {"load_ms": load, "automata_ms": automata, "total_ms": total, "process_s": wall}
+    return {"load_ms": load, "automata_ms": automata, "total_ms": total, "process_s": wall,
+            "process_cpu_s": cpu}
 
 
 def med(xs):
@@ -289,7 +297,8 @@ def section_ttfm(tokenizers, grammars, repeat, dumps, tmp, llg, log, baseline=No
             for r in range(repeat):
                 if baseline:
                     before.append(run_worker("ttfm", {"dump": dumps[tname], "grammar": g,
-                                                      "case": "miss"}, os.path.join(tmp, "unused"),
+                                                      "case": "miss"},
+                                             os.path.join(tmp, f"before-{tname}-{g}-{r}"),
                                              src=baseline))
                 d = os.path.join(tmp, f"ttfm-{tname}-{g}-{r}")
                 shutil.copytree(base, d)
@@ -301,6 +310,8 @@ def section_ttfm(tokenizers, grammars, repeat, dumps, tmp, llg, log, baseline=No
                                                "case": "hit"}, d))
             for x, p in zip(miss + hit + before, peers * 3):
                 x.update(p)
+            assert all(x["cfgmask"].startswith(baseline) for x in before), before
+            assert all(x["cfgmask"].startswith(ROOT) for x in miss + hit), miss
             assert all(x["lexer_source"] == "built" for x in miss), miss
             assert all(x["lexer_source"] == "disk" for x in hit), hit
             assert len({x["allowed"] for x in miss + hit}) == 1
@@ -449,20 +460,24 @@ def report(res, out=None):
             _buf.clear()
 
     if "check" in res:
-        out("\n### `cfgmask check` (ms, median; load includes importing Lark on a miss)\n")
+        out("\n### `cfgmask check` (ms, median; load includes importing Lark on a miss; process "
+            "CPU: the whole command, Python start-up and imports included)\n")
         base = any("baseline" in r for r in res["check"].values())
-        head = "| grammar | miss: load | automata | total | hit: load | automata | total |"
+        head = ("| grammar | miss: load | automata | total | process CPU | hit: load | automata | "
+                "total | process CPU |")
         if base:
-            head += " before: total | before/hit |"
+            head += " before: total | process CPU | before/hit (total) |"
         out(head)
         out("|" + "---|" * (head.count("|") - 1))
         for name, r in res["check"].items():
             line = (f"| {name} | {r['miss']['load_ms']:.1f} | {r['miss']['automata_ms']:.1f} | "
-                    f"{r['miss']['total_ms']:.1f} | {r['hit']['load_ms']:.1f} | "
-                    f"{r['hit']['automata_ms']:.1f} | {r['hit']['total_ms']:.1f} |")
+                    f"{r['miss']['total_ms']:.1f} | {ms(r['miss']['process_cpu_s'])} | "
+                    f"{r['hit']['load_ms']:.1f} | {r['hit']['automata_ms']:.1f} | "
+                    f"{r['hit']['total_ms']:.1f} | {ms(r['hit']['process_cpu_s'])} |")
             if base:
                 b = r["baseline"]["total_ms"]
-                line += f" {b:.1f} | {b / r['hit']['total_ms']:.0f}x |"
+                line += (f" {b:.1f} | {ms(r['baseline']['process_cpu_s'])} | "
+                         f"{b / r['hit']['total_ms']:.0f}x |")
             out(line)
         if base:
             out("\nbefore/miss (first-ever run of this version vs the old one): "
@@ -550,6 +565,10 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.worker:
         task, args = a.worker[0], json.loads(a.worker[1])
+        src = os.environ.get("CFGMASK_BENCH_SRC")
+        if src:
+            sys.path.insert(0, src)
+            assert "cfgmask" not in sys.modules
         print(json.dumps({"ttfm": worker_ttfm, "peers": worker_peers,
                           "prep": worker_prep}[task](args)))
         return
