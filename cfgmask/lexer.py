@@ -24,6 +24,14 @@ The Cython ``LazyDFA`` (``_fast/_lexer.pyx``) owns the flat transition table
 and calls :meth:`UnionBuilder.step` / :meth:`UnionBuilder.start` only when an
 entry is still unknown, so each transition is computed once per compiled
 grammar.
+
+The per-terminal tables (:class:`LexerTables`) depend only on the terminal
+patterns and the state limit, so :func:`lexer_tables` keeps them in memory
+(the last 32 sets) and in the disk cache (``cfgmask.cache``, key: the
+patterns, the limit, the Python and Unicode versions and a hash of this
+module's and ``regex.py``'s source).  A hit skips regex compilation; what it
+returns is exactly what a build returns (tests/test_cache.py).  Failures are
+never cached.
 """
 
 import collections

@@ -31,10 +31,18 @@ invariants (the rest of cfgmask relies on every one of them):
   increasing order).
 
 Pipeline: Python's own parser (``re._parser``, so syntax and flags mean what
-they mean to ``re``) -> byte NFA (each character class becomes a small
-deterministic trie of UTF-8 byte ranges) -> subset construction -> Hopcroft
-minimisation, which also folds every state that cannot reach acceptance into
-one dead block that is then dropped -> breadth-first renumbering.
+they mean to ``re``) -> NFA over *characters* (each character node one move
+labelled with code point ranges) -> subset construction over the code point
+*atoms* (the coarsest partition that every class and lookahead set is a union
+of) -> trimming and minimisation (Moore refinement, vectorised, then
+Hopcroft), which folds every state that cannot reach acceptance into one dead
+block that is dropped -> UTF-8 spelling (lead-byte edges into continuation
+states shared per "bytes left, target of each possible rest") -> breadth-first
+renumbering by byte.  Working on characters keeps a class such as ``[^a]``
+one move instead of a dozen byte states (SQL's 19 KB IDENT terminal: 1,071
+subsets instead of 6,069); because UTF-8 is a prefix code the spelled
+automaton is still minimal, so the result is exactly the canonical minimal
+DFA a byte-level construction gives.
 
 Supported: literals, classes (ranges, negation, ``\\d \\w \\s \\D \\W \\S``),
 ``.`` with and without DOTALL, IGNORECASE (exactly Python's folding, ASCII

@@ -353,11 +353,10 @@ def _first_not_above(values, strict=False):
     for k in range(1, K + 1):
         prev, half = levels[-1], 1 << (k - 1)
         levels.append(np.minimum(prev[:-half], prev[half:]))
-    pos = np.arange(1, G + 1)
+    pos = np.arange(1, G + 1, dtype=np.int64)
     for k in range(K, -1, -1):
-        lv = levels[k]
-        skip = lv[np.minimum(pos, len(lv) - 1)] > thr
-        pos += skip.astype(pos.dtype) << k
+        skip = np.take(levels[k], pos, mode="clip") > thr  # past the end: padding, skipped
+        pos += skip.astype(np.int64) << k
     return np.minimum(pos, G)
 
 
