@@ -5,7 +5,6 @@ must give identical arrays (and identical masks), and any damaged, stale or
 foreign file must be rebuilt, never trusted.
 """
 
-import os
 import random
 import threading
 
@@ -95,10 +94,9 @@ def test_damaged_file_is_rejected(cdir, how):
 
 def test_wrong_format_version_and_foreign_key_are_rejected(cdir, monkeypatch):
     key = {"k": 1}
-    monkeypatch.setattr(cache, "FORMAT_VERSION", cache.FORMAT_VERSION + 1)
-    cache.store("unit", key, {}, {"a": np.arange(5)})
-    monkeypatch.undo()
-    os.environ["CFGMASK_CACHE_DIR"] = str(cdir)
+    with monkeypatch.context() as m:
+        m.setattr(cache, "FORMAT_VERSION", cache.FORMAT_VERSION + 1)
+        cache.store("unit", key, {}, {"a": np.arange(5)})
     assert cache.load("unit", key) is None
     # a valid entry of key A copied to key B's file name: the full key is re-checked
     a, b = {"k": "A"}, {"k": "B"}
@@ -192,10 +190,9 @@ def test_damaged_prepared_part_is_rebuilt_identically(cdir, monkeypatch, how):
     _, built = _arrays_of(v, "trie")
     path = _files(cdir, "vocab")[0]
     if how == "version":
-        monkeypatch.setattr(cache, "FORMAT_VERSION", cache.FORMAT_VERSION + 1)
-        cache.store("vocab", v.prepared().key("trie"), {}, built)  # a file of another format
-        monkeypatch.undo()
-        os.environ["CFGMASK_CACHE_DIR"] = str(cdir)
+        with monkeypatch.context() as m:
+            m.setattr(cache, "FORMAT_VERSION", cache.FORMAT_VERSION + 1)
+            cache.store("vocab", v.prepared().key("trie"), {}, built)  # a file of another format
     else:
         _damage(path, how)
     v2 = Vocabulary(v.token_bytes, v.eos_token_ids, v.vocab_size)
