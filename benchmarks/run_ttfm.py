@@ -21,6 +21,7 @@ Tables for docs/compile.md (Markdown on stdout, raw numbers with ``--json``):
    are checked to be identical).
 4. Vocabulary preparation in a fresh process: fingerprint, token trie and
    subtree byte sets, built (empty cache) or loaded from the disk cache.
+6. The cache's payload checksum, crc32 against sha256.
 5. ``TokTrie.build`` on the real vocabularies against the ``--baseline-src``
    version's ``trie.py`` (same arrays checked), and the build time for one huge
    token (issue 12, finding 11a), as a ratio to
@@ -419,6 +420,22 @@ def section_trie(tokenizers, repeat, baseline, log):
     return rows
 
 
+def section_hash(log):
+    """The payload checksum: zlib.crc32 against sha256 on 8 MB (about tekken's parts)."""
+    import hashlib
+    import zlib
+    data = os.urandom(8_000_000)
+    best = {}
+    for _ in range(7):
+        for name, f in (("crc32", lambda: zlib.crc32(data)),
+                        ("sha256", lambda: hashlib.sha256(data).digest())):
+            t0 = time.process_time()
+            f()
+            best[name] = min(best.get(name, 1e9), time.process_time() - t0)
+    log(f"hash: {best}")
+    return best
+
+
 def section_big_tokens(sizes_mb, log):
     import random
     from cfgmask.prepared import subtree_byte_sets
@@ -538,6 +555,10 @@ def report(res, out=None):
         for tname, r in res["trie"].items():
             out(f"| {tname} | {r['nodes']:,} | {ms(r['old_s'])} | {ms(r['new_s'])} | "
                 f"{r['new_s'] / r['old_s']:.2f} |")
+    if "hash" in res:
+        h = res["hash"]
+        out(f"\nCache payload checksum on 8 MB (CPU, best of 7): crc32 {ms(h['crc32'])} ms, "
+            f"sha256 {ms(h['sha256'])} ms ({h['sha256'] / h['crc32']:.1f}x).")
     if "big" in res:
         b = res["big"]
         out(f"\n### One huge token (CPU time; SmolLM2's whole trie: {ms(b['smollm2_trie_cpu_s'])} ms "
@@ -556,7 +577,7 @@ def main(argv=None):
     ap.add_argument("--grammars", default=",".join(GRAMMARS))
     ap.add_argument("--check-grammars", default="json,sql,javascript,lark")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--sections", default="check,ttfm,regex,prep,trie,big")
+    ap.add_argument("--sections", default="check,ttfm,regex,prep,trie,hash,big")
     ap.add_argument("--big-token-mb", default="1,10")
     ap.add_argument("--baseline-src", help="source tree of an older cfgmask for the check table")
     ap.add_argument("--no-llguidance", action="store_true")
@@ -598,6 +619,8 @@ def main(argv=None):
             res["prep"] = section_prep(tokenizers, a.repeat, dumps, tmp, log)
         if "trie" in sections and a.baseline_src:
             res["trie"] = section_trie(tokenizers + ["sp"], a.repeat, a.baseline_src, log)
+        if "hash" in sections:
+            res["hash"] = section_hash(log)
         if "big" in sections:
             res["big"] = section_big_tokens([float(x) for x in a.big_token_mb.split(",")], log)
     import platform

@@ -251,7 +251,8 @@ def subtree_byte_sets(trie):
 
     One reverse pre-order pass (children come after their parent, so a node's
     set is final when the pass reaches it) with Python ints as 256-bit sets:
-    linear in the number of nodes, about 50 ms for tekken's 266k.
+    linear in the number of nodes (0.1-0.4 s for tekken's 266k, 0.3-0.4 s per
+    million nodes; ``benchmarks/run_ttfm.py``), and cached on disk.
     """
     n = trie.n_nodes
     byte = trie.node_byte.tolist()
