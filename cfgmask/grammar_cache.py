@@ -56,8 +56,13 @@ def _lark_fingerprint():
 
 
 def grammar_key(text, start, import_paths, word_boundary, source):
-    """The cache key (a dict) of ``Grammar.from_lark(text, start, ...)``."""
+    """The cache key (a dict) of ``Grammar.from_lark(text, start, ...)``, or ``None``
+    when it cannot be cached (an import path that is a loader, not a directory)."""
     from . import grammar
+    if not all(isinstance(p, (str, os.PathLike)) for p in import_paths):
+        return None
+    if not (word_boundary is None or isinstance(word_boundary, str)):
+        return None
     return {"format": GRAMMAR_CACHE_FORMAT, "text": text, "start": start,
             "import_paths": [os.path.abspath(os.fspath(p)) for p in import_paths],
             "word_boundary": word_boundary, "source": None if source is None else str(source),
@@ -67,6 +72,8 @@ def grammar_key(text, start, import_paths, word_boundary, source):
 
 def load(key):
     """The cached :class:`~cfgmask.grammar.Grammar` for ``key``, or ``None``."""
+    if key is None:
+        return None
     got = cache.load("grammar", key)
     if got is None:
         return None
@@ -88,6 +95,8 @@ def load(key):
 def store(key, grammar, used_files):
     """Store ``grammar``; ``used_files`` is Lark's ``{path: sha256 of its text}``.
     Returns False (and stores nothing) when an attribute cannot be encoded."""
+    if key is None:
+        return False
     attrs, arrays = {}, {}
     for name, value in vars(grammar).items():
         if isinstance(value, np.ndarray):

@@ -350,6 +350,14 @@ def test_imports_from_lark_common_are_recorded(cdir):
     assert _grammar_state(Grammar.from_lark(text)) == _grammar_state(g)
 
 
+def test_loader_import_paths_bypass_the_cache(cdir, tmp_path):
+    from lark.load_grammar import FromPackageLoader
+    loader = FromPackageLoader("lark", ("grammars",))
+    text = '%import common.INT\nstart: INT\n'
+    g = Grammar.from_lark(text, import_paths=[loader])
+    assert g.terminal_names == ["INT"] and not _files(cdir, "grammar")
+
+
 def test_grammar_errors_are_not_cached(cdir):
     for _ in range(2):
         with pytest.raises(cfgmask.GrammarError):
