@@ -77,6 +77,9 @@ def _printable(pattern):
     return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in pattern)
 
 
+_SOURCE = {"built": "built", "disk": "from the disk cache", "memory": "from memory"}
+
+
 def cmd_check(args):
     from .lexer import LexerSpec
     t0 = time.perf_counter()
@@ -100,7 +103,7 @@ def cmd_check(args):
         print(f"  {name:<{w}}  {spec.n_states(t):>6}  {_printable(pat)}{flag}", file=out)
     print(f"byte classes {spec.n_classes}", file=out)
     print(f"time       load {1e3 * (t1 - t0):.1f} ms, automata {1e3 * (t2 - t1):.1f} ms, "
-          f"total {1e3 * (t2 - t0):.1f} ms", file=out)
+          f"total {1e3 * (t2 - t0):.1f} ms (lexer tables {_SOURCE[spec.source]})", file=out)
     if args.verbose:
         print("\nrules:", file=out)
         for line in g.rules_text().splitlines():

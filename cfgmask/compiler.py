@@ -101,23 +101,6 @@ def _token_id(x, what="token id"):
         f"got {type(x).__name__} ({x!r:.40})")
 
 
-def _flatten_tokens(vocab):
-    n = len(vocab.token_bytes)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    special = np.zeros(n, dtype=np.uint8)
-    chunks = []
-    pos = 0
-    for i, tb in enumerate(vocab.token_bytes):
-        if tb is None:
-            special[i] = 1
-        else:
-            chunks.append(tb)
-            pos += len(tb)
-        offsets[i + 1] = pos
-    flat = np.frombuffer(b"".join(chunks), dtype=np.uint8) if chunks else np.zeros(0, np.uint8)
-    return flat, offsets, special
-
-
 def compile(grammar, vocab, *, limits=None, progress=None, slices=True):
     """Compile ``grammar`` against ``vocab`` into a shareable :class:`CompiledGrammar`.
 
@@ -167,17 +150,19 @@ class CompiledGrammar:
         self._cgrammar = CGrammar(grammar, limits.max_items_per_row, limits.max_matcher_bytes)
         if progress is not None:
             progress("token trie")
-        self.trie = vocab.trie()  # built once per Vocabulary and cached there
+        # built (or loaded from the disk cache) once per Vocabulary and shared
+        self.prepared = vocab.prepared()
+        self.trie = self.prepared.trie
         t2 = time.perf_counter()
-        flat, offsets, special = _flatten_tokens(vocab)
+        p = self.prepared
         self.slices = None
         if use_slices:
             from . import slices as _slices
             options = use_slices if isinstance(use_slices, dict) else {}
-            self.slices = _slices.build(_slices.derive(grammar, self.lexer_spec), self.trie,
-                                        flat, offsets, special, vocab.vocab_size, **options)
-        self._runtime = Runtime(self._dfa, self._cgrammar, self.trie, flat, offsets, special,
-                                vocab.vocab_size, vocab.eos_token_ids, grammar.word_boundary,
+            self.slices = _slices.for_grammar(grammar, self.lexer_spec, p, **options)
+        self._runtime = Runtime(self._dfa, self._cgrammar, self.trie, p.token_bytes_flat,
+                                p.token_offsets, p.token_special, vocab.vocab_size,
+                                vocab.eos_token_ids, grammar.word_boundary,
                                 self.slices, limits.max_cache_bytes)
         self.timings = {"automata_s": t1 - t0, "trie_s": t2 - t1, "total_s": time.perf_counter() - t0}
 

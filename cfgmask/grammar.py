@@ -164,20 +164,29 @@ class Grammar:
         if not isinstance(start, str):
             raise GrammarError("start must be a single rule name", where=str(start), construct="start")
         if isinstance(import_paths, (str, bytes)) or not all(
-                isinstance(p, (str, os.PathLike)) for p in _iter_or_none(import_paths)):
-            raise GrammarError("import_paths must be a list of directory paths",
+                isinstance(p, (str, os.PathLike)) or callable(p) for p in _iter_or_none(import_paths)):
+            raise GrammarError("import_paths must be a list of directory paths (or Lark loaders)",
                                where=source, construct="input")
         if word_boundary is not None and not isinstance(word_boundary, str):
             raise GrammarError(f"word_boundary must be a regex class as str, not {type(word_boundary).__name__}",
                                where="word_boundary", construct="input")
+        # a disk-cache hit skips Lark entirely (see grammar_cache.py)
+        from . import grammar_cache
+        key = grammar_cache.grammar_key(text, start, import_paths, word_boundary, source)
+        cached = grammar_cache.load(key)
+        if cached is not None:
+            return cached
         # Lark loads it; every failure (bad regex, missing %import, runaway templates,
         # deep nesting) comes out as a GrammarError (see lark_loader)
-        parser = load(text, start, [str(p) for p in import_paths], source)
+        parser, used_files = load(text, start, [p if callable(p) else str(p) for p in import_paths],
+                                  source)
         if word_boundary is None:
             m = _WORD_BOUNDARY_PRAGMA.search(text)
             word_boundary = m.group(1) if m else ""
         wb = word_boundary_bytes(word_boundary) if word_boundary else b""
-        return _normalise(parser, start, wb, source)
+        g = _normalise(parser, start, wb, source)
+        grammar_cache.store(key, g, used_files)
+        return g
 
     @classmethod
     def from_file(cls, path, start="start", *, word_boundary=None):

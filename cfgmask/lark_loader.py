@@ -46,14 +46,15 @@ _REPEAT_BREAK_THRESHOLD = 50  # lark.load_grammar.REPEAT_BREAK_THRESHOLD (lark 1
 
 
 def load(text, start, import_paths, source):
-    """``lark.Lark`` for ``text`` (Earley, dynamic lexer); see the module docstring."""
+    """``(lark.Lark for text (Earley, dynamic lexer), the files it %imports)``; see the
+    module docstring.  The files let the grammar cache notice when an import changes."""
     import lark
     from lark.exceptions import LarkError
     from lark.load_grammar import load_grammar
 
     where = source or "grammar"
     try:
-        loaded, _used_files = load_grammar(text, source or "<string>", list(import_paths), False)
+        loaded, used_files = load_grammar(text, source or "<string>", list(import_paths), False)
     except Exception as e:  # noqa: BLE001 - every failure becomes a GrammarError
         raise _load_error(e, where, LarkError) from e
     try:
@@ -63,7 +64,7 @@ def load(text, start, import_paths, source):
         raise _nesting_error(where) from e
     try:
         return lark.Lark(loaded, start=start, parser="earley", lexer="dynamic",
-                         source_path=source or "<string>")
+                         source_path=source or "<string>"), used_files
     except Exception as e:  # noqa: BLE001
         if isinstance(e, (re.error, RecursionError)) or _is_regex_module_error(e):
             bad = _bad_terminal(loaded, start)

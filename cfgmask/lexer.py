@@ -24,67 +24,207 @@ which reads the per-terminal tables of :class:`LexerSpec`):
 The Cython ``LazyDFA`` owns the flat transition table and computes an entry
 (in C) the first time it is needed, so each transition is computed once per
 compiled grammar.
+
+The per-terminal tables (:class:`LexerTables`) depend only on the terminal
+patterns and the state limit, so :func:`lexer_tables` keeps them in memory
+(the last 32 sets) and in the disk cache (``cfgmask.cache``, key: the
+patterns, the limit, the Python and Unicode versions and a hash of this
+module's and ``regex.py``'s source).  A hit skips regex compilation; what it
+returns is exactly what a build returns (tests/test_cache.py).  Failures are
+never cached.
 """
+
+import collections
+import sys
+import threading
+import unicodedata
 
 import numpy as np
 
+from . import cache
 from .errors import GrammarError
-from .regex import byte_classes, compile_regex
+from .regex import ByteDFA, byte_classes, compile_regex
 
 DEFAULT_MAX_TERMINAL_STATES = 20000
 
+#: bump when the layout of the cached lexer tables changes
+LEXER_TABLES_FORMAT = 1
+_MEMORY_CACHE_SIZE = 32
+
 
 class LexerSpec:
-    """Per-terminal byte DFAs over one shared byte-class alphabet."""
+    """Per-terminal byte DFAs over one shared byte-class alphabet.
+
+    The tables depend only on the terminal patterns and ``max_states``, so they
+    are cached (in memory and on disk, see :func:`lexer_tables`): a cache hit
+    skips regex compilation entirely.  ``source`` says where they came from
+    (``"built"``, ``"disk"`` or ``"memory"``).
+
+    Attributes: ``class_of_byte`` (uint8[256]), ``n_classes``, ``eos_class``
+    (``n_classes``: "end of input" in follow restrictions), ``class_tables[t]``
+    (int32 ``[states, classes]``, -1 dead), ``accepting[t][s]``, ``end_forbidden[t]`` (``{state:
+    frozenset of classes}`` where a lexeme may not end), ``ignore_mask``,
+    ``n_words``; ``dfas`` (the per-terminal :class:`~cfgmask.regex.ByteDFA`,
+    rebuilt from the tables on first use).
+    """
 
     def __init__(self, grammar, max_states=DEFAULT_MAX_TERMINAL_STATES, progress=None):
         self.grammar = grammar
-        self.dfas = []
-        for t, (name, pattern) in enumerate(zip(grammar.terminal_names, grammar.terminal_patterns)):
-            if progress is not None:
-                progress(f"terminal {name}")
-            dfa = compile_regex(pattern, name=name, max_states=max_states)
-            if dfa.accepting[dfa.start]:
-                raise GrammarError(
-                    f"terminal {name} matches the empty string (pattern {pattern!r}); lexemes are "
-                    f"never empty: make the terminal non-empty and mark its use optional in the rule",
-                    where=name, construct="empty terminal")
-            self.dfas.append(dfa)
-        self.n_terminals = len(self.dfas)
+        self.terminal_names = list(grammar.terminal_names)
+        tab = lexer_tables(grammar.terminal_names, grammar.terminal_patterns, max_states, progress)
+        self.source = tab.source
+        self.n_terminals = len(self.terminal_names)
         self.n_words = max(1, (self.n_terminals + 63) // 64)
-        cls, n = byte_classes(self.dfas) if self.dfas else (np.zeros(256, np.uint8), 1)
-        self.class_of_byte = np.ascontiguousarray(cls, dtype=np.uint8)
-        self.n_classes = int(n)
-        rep = np.zeros(self.n_classes, dtype=np.int64)
-        for b in range(255, -1, -1):
-            rep[self.class_of_byte[b]] = b
-        # class_tables[t]: int32 [states, classes] (-1 dead), what the runtime steps through
-        self.class_tables = [np.ascontiguousarray(d.trans[:, rep], dtype=np.int32) for d in self.dfas]
-        self.accepting = [d.accepting.tolist() for d in self.dfas]
+        self.class_of_byte = tab.class_of_byte
+        self.n_classes = tab.n_classes
+        self.class_tables = tab.class_tables
+        self.accepting = [a.tolist() for a in tab.accepting]
         # Trailing lookahead (?!C) / (?=C): per terminal and accepting state, the byte
         # classes after which a lexeme may not end there (class n_classes = end of input).
         self.eos_class = self.n_classes
-        self.end_forbidden = [_end_forbidden(d, self.class_of_byte, self.n_classes) for d in self.dfas]
+        self.end_forbidden = tab.end_forbidden
+        self._tab = tab
+        self._dfas = None
         self.ignore_mask = 0
         for t, ign in enumerate(grammar.terminal_is_ignore):
             if ign:
                 self.ignore_mask |= 1 << t
 
     def n_states(self, t):
-        return int(self.dfas[t].n_states)
+        return int(self.class_tables[t].shape[0])
+
+    @property
+    def dfas(self):
+        """The terminal DFAs (256 columns), rebuilt from the class tables."""
+        if self._dfas is None:
+            self._dfas = self._tab.dfas(self.terminal_names, self.grammar.terminal_patterns)
+        return self._dfas
 
 
-def _end_forbidden(dfa, class_of_byte, n_classes):
-    """``{state: frozenset of classes}`` for accepting states with a follow restriction."""
-    forbidden = getattr(dfa, "follow_forbidden", None)
-    at_eos = getattr(dfa, "follow_forbidden_at_eos", None)
-    out = {}
-    for s in range(dfa.n_states):
-        classes = set()
-        if forbidden is not None and forbidden[s]:
-            classes.update(int(class_of_byte[b]) for b in forbidden[s])
-        if at_eos is not None and at_eos[s]:
-            classes.add(n_classes)
-        if classes and dfa.accepting[s]:
-            out[s] = frozenset(classes)
-    return out
+class LexerTables:
+    """The cacheable part of a :class:`LexerSpec` (see :func:`lexer_tables`).
+
+    Flat arrays over all terminals' states (``offsets[t]:offsets[t+1]`` are
+    terminal ``t``'s): ``trans`` int32 ``[states, classes]``, ``accepting``
+    uint8, ``eos_forbidden`` uint8 (may not end at end of input), and the
+    bytes a lexeme may not end before: ``ff_bytes[ff_offsets[s]:ff_offsets[s+1]]``.
+    """
+
+    def __init__(self, arrays, source):
+        self.arrays = arrays
+        self.source = source
+        self.class_of_byte = np.ascontiguousarray(arrays["class_of_byte"], dtype=np.uint8)
+        self.n_classes = int(arrays["trans"].shape[1])
+        off = arrays["offsets"].tolist()
+        self.offsets = off
+        trans, acc = arrays["trans"], arrays["accepting"].astype(bool)
+        self.class_tables = [trans[off[t]:off[t + 1]] for t in range(len(off) - 1)]
+        self.accepting = [acc[off[t]:off[t + 1]] for t in range(len(off) - 1)]
+        ff_off = arrays["ff_offsets"].tolist()
+        ff_bytes = arrays["ff_bytes"].tobytes()
+        eos = arrays["eos_forbidden"].tolist()
+        cls = self.class_of_byte.tolist()
+        self.follow = []            # per terminal: [forbidden bytes or None per state]
+        self.follow_at_eos = []     # per terminal: [bool per state]
+        self.end_forbidden = []     # per terminal: {accepting state: frozenset of classes}
+        for t in range(len(off) - 1):
+            forb, at_eos, ends = [], [], {}
+            for s in range(off[t], off[t + 1]):
+                fb = ff_bytes[ff_off[s]:ff_off[s + 1]] or None
+                forb.append(fb)
+                at_eos.append(bool(eos[s]))
+                classes = {cls[b] for b in fb} if fb else set()
+                if eos[s]:
+                    classes.add(self.n_classes)
+                if classes and acc[s]:
+                    ends[s - off[t]] = frozenset(classes)
+            self.follow.append(forb)
+            self.follow_at_eos.append(at_eos)
+            self.end_forbidden.append(ends)
+
+    def dfas(self, names, patterns):
+        out = []
+        for t, (name, pattern) in enumerate(zip(names, patterns)):
+            out.append(ByteDFA(self.class_tables[t][:, self.class_of_byte], self.accepting[t],
+                               pattern=pattern, name=name, follow_forbidden=self.follow[t],
+                               follow_forbidden_at_eos=self.follow_at_eos[t]))
+        return out
+
+
+_memory = collections.OrderedDict()
+_memory_lock = threading.Lock()
+
+
+def lexer_tables_key(patterns, max_states):
+    """The cache key of the lexer tables of ``patterns`` (a dict)."""
+    from . import regex, unicode_tables
+    return {"format": LEXER_TABLES_FORMAT, "max_states": int(max_states),
+            "patterns": list(patterns),
+            # the regex parser and the Unicode tables come from this Python
+            "python": list(sys.version_info[:2]), "unicode": unicodedata.unidata_version,
+            "code": cache.code_fingerprint(regex, unicode_tables, sys.modules[__name__])}
+
+
+def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progress=None):
+    """The :class:`LexerTables` of the terminals ``patterns`` (``names`` for errors
+    and progress).
+
+    Looked up in memory (the last few grammars), then in the disk cache; built
+    with :func:`~cfgmask.regex.compile_regex` on a miss and stored.  Failures
+    (:class:`~cfgmask.errors.GrammarError`) are never cached, so a bad grammar
+    raises the same error every time.
+    """
+    key = lexer_tables_key(patterns, max_states)
+    digest = cache.key_digest(key)
+    with _memory_lock:
+        arrays = _memory.get(digest)
+        if arrays is not None:
+            _memory.move_to_end(digest)
+            return LexerTables(arrays, "memory")
+    got = cache.load("lexer", key)
+    if got is not None:
+        arrays, source = got[1], "disk"
+    else:
+        arrays, source = _build_tables(names, patterns, max_states, progress), "built"
+        cache.store("lexer", key, {"n_terminals": len(patterns)}, arrays)
+    with _memory_lock:
+        _memory[digest] = arrays
+        while len(_memory) > _MEMORY_CACHE_SIZE:
+            _memory.popitem(last=False)
+    return LexerTables(arrays, source)
+
+
+def _build_tables(names, patterns, max_states, progress):
+    dfas = []
+    for name, pattern in zip(names, patterns):
+        if progress is not None:
+            progress(f"terminal {name}")
+        dfa = compile_regex(pattern, name=name, max_states=max_states)
+        if dfa.accepting[dfa.start]:
+            raise GrammarError(
+                f"terminal {name} matches the empty string (pattern {pattern!r}); lexemes are "
+                f"never empty: make the terminal non-empty and mark its use optional in the rule",
+                where=name, construct="empty terminal")
+        dfas.append(dfa)
+    class_of, n_classes = byte_classes(dfas) if dfas else (np.zeros(256, np.uint8), 1)
+    class_of = np.ascontiguousarray(class_of, dtype=np.uint8)
+    rep = np.zeros(n_classes, dtype=np.int64)
+    for b in range(255, -1, -1):
+        rep[class_of[b]] = b
+    offsets = np.zeros(len(dfas) + 1, dtype=np.int32)
+    np.cumsum([d.n_states for d in dfas], out=offsets[1:])
+    if dfas:
+        trans = np.concatenate([d.trans[:, rep] for d in dfas]).astype(np.int32)
+        accepting = np.concatenate([d.accepting for d in dfas]).astype(np.uint8)
+    else:
+        trans = np.zeros((0, n_classes), dtype=np.int32)
+        accepting = np.zeros(0, dtype=np.uint8)
+    ff = [f or b"" for d in dfas for f in d.follow_forbidden]
+    ff_offsets = np.zeros(len(ff) + 1, dtype=np.int32)
+    np.cumsum([len(f) for f in ff], out=ff_offsets[1:])
+    return {"class_of_byte": class_of, "trans": np.ascontiguousarray(trans), "offsets": offsets,
+            "accepting": accepting,
+            "eos_forbidden": np.array([e for d in dfas for e in d.follow_forbidden_at_eos],
+                                      dtype=np.uint8),
+            "ff_bytes": np.frombuffer(b"".join(ff), dtype=np.uint8).copy(),
+            "ff_offsets": ff_offsets}

@@ -424,3 +424,71 @@ def _bound(suffix):
     if suffix == "+":
         return float("inf")
     return int(suffix.strip("{}").split(",")[1])
+
+
+# ---------------------------------------------------------------- per vocabulary cache
+
+SLICES_FORMAT = 1
+_TABLE_CACHE_SIZE = 16
+
+
+def for_grammar(grammar, lexer_spec, prepared, **options):
+    """The :class:`SliceTables` of ``grammar`` on a prepared vocabulary.
+
+    Memoised per vocabulary (the last few slice sets, in memory) and in the disk
+    cache (``cfgmask.cache``, kind ``slices``), keyed by the vocabulary's
+    fingerprint, the slice automata, the build options and this module's code:
+    a compile whose grammar derives the same slices as an earlier one (in this
+    process or a former one) pays neither the memberships nor the tries.
+    """
+    from . import cache
+    candidates = derive(grammar, lexer_spec)
+    key = {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
+           "vocab": prepared.vocab.fingerprint(), "slices": [c.key() for c in candidates],
+           "options": {k: options[k] for k in sorted(options)}}
+    digest = cache.key_digest(key)
+    memo = prepared.__dict__.setdefault("_slice_tables", {})
+    hit = memo.get(digest)
+    if hit is not None:
+        return hit
+    tables = None
+    got = cache.load("slices", key)
+    if got is not None:
+        tables = _from_arrays(got[0], got[1], candidates)
+    if tables is None:
+        tables = build(candidates, prepared.trie, prepared.token_bytes_flat, prepared.token_offsets,
+                       prepared.token_special, prepared.vocab.vocab_size, **options)
+        meta, arrays = _to_arrays(tables, candidates)
+        cache.store("slices", key, meta, arrays)
+    if len(memo) >= _TABLE_CACHE_SIZE:
+        memo.pop(next(iter(memo)))
+    memo[digest] = tables
+    return tables
+
+
+def _to_arrays(tables, candidates):
+    index = {id(c): i for i, c in enumerate(candidates)}
+    meta = {"chosen": [index[id(s)] for s in tables.slices], "rest": [int(tables.rest_lo), int(tables.rest_hi)],
+            "words": int(tables.words), "V": int(tables.tokens.shape[1])}
+    arrays = dict(tables.forest)
+    arrays["tokens"] = np.packbits(tables.tokens, axis=1, bitorder="little")
+    arrays["parent"] = tables.parent
+    arrays["trie_lo"] = tables.trie_lo
+    arrays["trie_hi"] = tables.trie_hi
+    return meta, arrays
+
+
+def _from_arrays(meta, arrays, candidates):
+    try:
+        chosen = [candidates[i] for i in meta["chosen"]]
+        V = int(meta["V"])
+        tokens = np.unpackbits(arrays["tokens"], axis=1, bitorder="little", count=V).astype(np.bool_)
+        forest = {k: np.asarray(arrays[k]) for k in ("node_byte", "node_depth", "node_token",
+                                                     "node_subtree_end")}
+        if tokens.shape[0] != len(chosen):
+            return None
+        return SliceTables(chosen, np.asarray(arrays["parent"]), tokens.reshape(len(chosen), V), forest,
+                           np.asarray(arrays["trie_lo"]), np.asarray(arrays["trie_hi"]),
+                           int(meta["rest"][0]), int(meta["rest"][1]), int(meta["words"]))
+    except (KeyError, IndexError, ValueError, TypeError):
+        return None

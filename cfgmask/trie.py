@@ -49,18 +49,22 @@ Mistral tekken (tiktoken)     131,072    266,313     2.05          76         5.
 Mistral SentencePiece v3      32,768     55,935      1.75          25         1.2 MB
 ============================  =========  ==========  ============  =========  ========
 
-Build (vectorised, no per-node Python loop): sort the token ids by their
-bytes (Python's sort, stable, so duplicates keep increasing ids); the
-pre-order of the trie is then the sorted order of all distinct prefixes.
-Compute each string's longest common prefix (lcp) with its predecessor one
-byte column at a time over the pairs still equal.  A string whose lcp is its
-whole length duplicates its predecessor.  Each distinct string ``g`` adds
-the nodes for its prefixes longer than ``lcp[g]`` -- consecutive indices,
-the last one its own node -- so depths and bytes are ``np.repeat``
-arithmetic.  The subtree of a node at depth ``d`` owned by string ``g`` ends
-at the first node of the first later string ``g'`` with ``lcp[g'] < d``: one
-``searchsorted`` per depth.  The sort dominates; building the 131k tekken
-trie takes about 0.15 s of CPU (SmolLM2: 45 ms).
+Build (vectorised, no per-node Python loop, linear in the total token bytes
+whatever the longest token): sort the token ids by their bytes (Python's
+sort, stable, so duplicates keep increasing ids); the pre-order of the trie is
+then the sorted order of all distinct prefixes.  Compute each string's
+longest common prefix (lcp) with its predecessor by comparing the pairs still
+equal a window at a time, the window doubling each round (``_adjacent_lcp``).
+A string whose lcp is its whole length duplicates its predecessor.  Each
+distinct string ``g`` adds the nodes for its prefixes longer than ``lcp[g]``
+-- consecutive indices (its *block*), the last one its own node -- so depths
+and bytes are ``np.repeat`` arithmetic.  The subtree of a node at depth ``d``
+owned by ``g`` ends at the first node of the first later string ``g'`` with
+``lcp[g'] < d``; within a block that is a step function of ``d`` whose steps
+are the strings hanging off the block, found with nearest-smaller-value
+queries over the lcp array (``_subtree_ends``).  The sort dominates; building
+the 131k tekken trie takes about 0.15 s of CPU (SmolLM2: 45 ms), and one
+1 MB token about 25 ms (a per-depth loop used to take 13.5 s).
 """
 
 import numpy as np
@@ -83,13 +87,16 @@ class TokTrie:
                  "n_trie_tokens")
 
     def __init__(self, node_byte, node_depth, node_token, node_subtree_end, token_same_next,
-                 token_node):
-        self.node_byte = _frozen(node_byte, np.uint8)
-        self.node_depth = _frozen(node_depth, np.int32)
-        self.node_token = _frozen(node_token, np.int32)
-        self.node_subtree_end = _frozen(node_subtree_end, np.int32)
-        self.token_same_next = _frozen(token_same_next, np.int32)
-        self.token_node = _frozen(token_node, np.int32)
+                 token_node, node_first_child=None, _owned=False):
+        # _owned: the arrays were made by _build and nobody else holds them (no copies)
+        def frozen(a, dtype):
+            return _frozen(a, dtype, _owned)
+        self.node_byte = frozen(node_byte, np.uint8)
+        self.node_depth = frozen(node_depth, np.int32)
+        self.node_token = frozen(node_token, np.int32)
+        self.node_subtree_end = frozen(node_subtree_end, np.int32)
+        self.token_same_next = frozen(token_same_next, np.int32)
+        self.token_node = frozen(token_node, np.int32)
         n = len(self.node_byte)
         if not (n >= 1 and len(self.node_depth) == n and len(self.node_token) == n
                 and len(self.node_subtree_end) == n
@@ -99,9 +106,22 @@ class TokTrie:
         self.vocab_size = len(self.token_node)
         self.max_depth = int(self.node_depth.max())
         self.n_trie_tokens = int(np.count_nonzero(self.token_node >= 0))
-        idx = np.arange(n, dtype=np.int32)
-        self.node_first_child = _frozen(
-            np.where(self.node_subtree_end > idx + 1, idx + 1, -1), np.int32)
+        if node_first_child is None:
+            idx = np.arange(n, dtype=np.int32)
+            node_first_child = np.where(self.node_subtree_end > idx + 1, idx + 1, -1)
+        self.node_first_child = frozen(node_first_child, np.int32)
+        if len(self.node_first_child) != n:
+            raise ConfigurationError("TokTrie arrays have inconsistent lengths")
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        """A trie from its arrays (a dict keyed by the attribute names, as stored
+        in the prepared-vocabulary cache).  Read-only arrays of the right dtype
+        are used as they are, without a copy."""
+        t = cls(arrays["node_byte"], arrays["node_depth"], arrays["node_token"],
+                arrays["node_subtree_end"], arrays["token_same_next"], arrays["token_node"],
+                node_first_child=arrays.get("node_first_child"))
+        return t
 
     # ------------------------------------------------------------------ build
 
@@ -145,17 +165,7 @@ class TokTrie:
         off = np.zeros(m, dtype=np.int64)
         np.cumsum(lens[:-1], out=off[1:])
         buf = np.frombuffer(b"".join(strs), dtype=np.uint8)
-
-        # lcp[j]: longest common prefix of sorted strings j-1 and j, one byte
-        # column at a time over the pairs still equal so far
-        lcp = np.zeros(m, dtype=np.int64)
-        act = np.arange(1, m)
-        k = 0
-        while act.size:
-            act = act[(lens[act - 1] > k) & (lens[act] > k)]
-            act = act[buf[off[act - 1] + k] == buf[off[act] + k]]
-            lcp[act] += 1
-            k += 1
+        lcp = _adjacent_lcp(buf, off, lens)
 
         # duplicates: a string that is a prefix of its (smaller-or-equal) predecessor
         dup = lcp == lens
@@ -178,23 +188,15 @@ class TokTrie:
         node_depth[1:] = depth
         node_byte = np.zeros(n, dtype=np.uint8)
         node_byte[1:] = buf[d_off[owner] + depth - 1]
+        del owner, depth
         node_token = np.full(n, -1, dtype=np.int32)
         node_token[last] = d_id
         token_node[idarr] = last[group]
-
-        # The subtree of a node at depth d owned by string g ends at the first
-        # node of the first later string g' with lcp[g'] < d (it leaves the
-        # node's prefix); with no such string it runs to the end.
-        subtree_end = np.full(n, n, dtype=np.int32)
-        by_depth = np.argsort(depth, kind="stable")
-        bounds = np.searchsorted(depth[by_depth], np.arange(1, int(depth.max()) + 2))
-        for d in range(1, int(depth.max()) + 1):
-            nodes = by_depth[bounds[d - 1]:bounds[d]]
-            leave = np.flatnonzero(d_lcp < d)
-            nxt = np.searchsorted(leave, owner[nodes], side="right")
-            has = nxt < len(leave)
-            subtree_end[1 + nodes[has]] = first[leave[nxt[has]]]
-        return cls(node_byte, node_depth, node_token, subtree_end, same_next, token_node)
+        subtree_end = np.empty(n, dtype=np.int32)
+        subtree_end[0] = n
+        subtree_end[1:] = _subtree_ends(d_lcp, d_len, first, n)
+        return cls(node_byte, node_depth, node_token, subtree_end, same_next, token_node,
+                   _owned=True)
 
     # ---------------------------------------------------------------- queries
 
@@ -270,9 +272,141 @@ class TokTrie:
         return bytes(out)
 
 
-def _frozen(a, dtype):
+def _frozen(a, dtype, owned=False):
+    """``a`` as a read-only contiguous array nobody else can write: a copy unless
+    it is already read-only and owns its memory or views an immutable ``bytes``
+    (what the disk cache returns), or ``owned`` says the caller gives it away."""
     a = np.ascontiguousarray(np.asarray(a, dtype=dtype))
-    if a.base is not None or a.flags.writeable:
-        a = a.copy()
+    if owned and a.base is None:
+        a.flags.writeable = False
+        return a
+    if not a.flags.writeable:
+        base = a
+        while isinstance(base, np.ndarray) and base.base is not None:
+            base = base.base
+        if base is a or isinstance(base, bytes):
+            return a
+    a = a.copy()
     a.flags.writeable = False
     return a
+
+
+# ------------------------------------------------------------- build helpers
+#
+# Both helpers are linear in the total token bytes (plus O(G log G) in the
+# number G of distinct strings), whatever the longest token: finding 11a of
+# issue 12 was a 1 MB token making a per-depth loop run a million rounds.
+
+_LCP_BUDGET = 1 << 20  # bytes compared per round (bounds the temporary index arrays)
+
+
+def _adjacent_lcp(buf, off, lens):
+    """``lcp[j]``: longest common prefix of sorted strings ``j - 1`` and ``j`` (``lcp[0] = 0``).
+
+    The strings are ``buf[off[j]:off[j] + lens[j]]``.  Pairs still equal are
+    compared a window at a time; the window doubles every round (capped so that
+    one round touches at most ``_LCP_BUDGET`` bytes), so a pair with common
+    prefix ``L`` costs O(L) work in O(log L) rounds and the total work is at
+    most about twice the sum of the common prefixes.
+    """
+    m = len(lens)
+    lcp = np.zeros(m, dtype=np.int64)
+    # zero padding past the end, so that a window never needs clipping: an
+    # active pair has k <= lim, and positions at or past lim count as unequal
+    buf = np.concatenate([buf, np.zeros(_LCP_BUDGET + 1, dtype=np.uint8)])
+    act = np.arange(1, m)
+    lim = np.minimum(lens[:-1], lens[1:])   # a common prefix is never longer
+    a_off, b_off = off[:-1], off[1:]
+    k = 0
+    width = 1
+    while act.size:
+        if width == 1:
+            eq = (buf[a_off + k] == buf[b_off + k]) & (lim > k)
+            same = eq
+            stop = ~same
+            lcp[act[stop]] = k
+        else:
+            cols = np.arange(k, k + width)
+            eq = (buf[a_off[:, None] + cols] == buf[b_off[:, None] + cols]) & (cols < lim[:, None])
+            same = eq.all(axis=1)
+            stop = ~same
+            lcp[act[stop]] = k + np.argmin(eq[stop], axis=1)
+        act, lim, a_off, b_off = act[same], lim[same], a_off[same], b_off[same]
+        k += width
+        width = max(1, min(2 * width, _LCP_BUDGET // max(1, act.size)))
+    return lcp
+
+
+def _first_not_above(values, strict=False):
+    """``out[i]``: the first ``p > i`` with ``values[p] <= values[i]`` (``<`` when
+    ``strict``), or ``len(values)`` when there is none.
+
+    Binary lifting over a sparse table of range minima: ``log2(G)`` vectorised
+    rounds, each skipping a block of ``2**k`` values when its minimum is above
+    the threshold.  O(G log G) time and int32 memory for ``G`` values.
+    """
+    G = len(values)
+    a = values.astype(np.int32)
+    thr = a - 1 if strict else a
+    K = max(1, G.bit_length())
+    levels = [np.concatenate([a, np.full(1 << K, np.iinfo(np.int32).max, dtype=np.int32)])]
+    for k in range(1, K + 1):
+        prev, half = levels[-1], 1 << (k - 1)
+        levels.append(np.minimum(prev[:-half], prev[half:]))
+    pos = np.arange(1, G + 1, dtype=np.int64)
+    for k in range(K, -1, -1):
+        skip = np.take(levels[k], pos, mode="clip") > thr  # past the end: padding, skipped
+        pos += skip.astype(np.int64) << k
+    return np.minimum(pos, G)
+
+
+def _next_le(values):
+    """``nxt[g]``: the first ``g' > g`` with ``values[g'] <= values[g]``, or ``len(values)``."""
+    return _first_not_above(values)
+
+
+def _prev_lt(values):
+    """``prv[g]``: the last ``g' < g`` with ``values[g'] < values[g]``, or -1."""
+    G = len(values)
+    return G - 1 - _first_not_above(values[::-1], strict=True)[::-1]
+
+
+def _subtree_ends(lcp, lens, first, n):
+    """``node_subtree_end[1:]`` from the distinct sorted strings (see ``_build``).
+
+    String ``g`` owns the consecutive nodes at depths ``lcp[g]+1 .. lens[g]``
+    (its "block", starting at node ``first[g]``).  The subtree of its node at
+    depth ``d`` ends at the first node of the first later string ``g'`` with
+    ``lcp[g'] < d``.  Within a block that answer is a step function of ``d``
+    whose steps are the strings hanging off the block: the *children* ``c`` of
+    ``g`` (``g`` is the last earlier string with ``lcp < lcp[c]``), in
+    increasing order and with non-increasing ``lcp``.  From the shallow end:
+    depths ``lcp[g]+1 .. lcp[c_m]`` end where the first later string with
+    ``lcp <= lcp[g]`` starts; depths ``lcp[c_k]+1 .. lcp[c_(k-1)]`` end at
+    ``c_k`` (children with equal ``lcp`` leave empty steps; the smallest id
+    keeps the step); the deepest step ends at ``c_1``.  Sorting these steps by
+    (block, lower depth) and ``np.repeat`` gives every node's answer in node
+    order: O(G log G + n) for ``G`` strings and ``n`` nodes.
+    """
+    G = len(lcp)
+    starts = np.append(first, n)              # string G stands for "the end"
+    term = _next_le(lcp)                      # the step at the shallow end of each block
+    child = np.flatnonzero(lcp > 0)[::-1]     # strings hanging off another block, largest first
+    parent = _prev_lt(lcp)[child]
+    order = np.argsort(parent, kind="stable")  # by block, then child id descending
+    child, parent = child[order], parent[order]
+    # entries per block, shallow to deep: the terminator, then its children
+    n_child = np.bincount(parent, minlength=G)
+    before = np.zeros(G, dtype=np.int64)
+    np.cumsum(n_child[:-1], out=before[1:])
+    E = G + len(child)
+    value = np.empty(E, dtype=np.int64)
+    lower = np.empty(E, dtype=np.int64)
+    t_pos = np.arange(G) + before
+    c_pos = np.arange(len(child)) + parent + 1
+    value[t_pos], lower[t_pos] = term, lcp
+    value[c_pos], lower[c_pos] = child, lcp[child]
+    upper = np.empty(E, dtype=np.int64)
+    upper[:-1] = lower[1:]
+    upper[t_pos + n_child] = lens            # a block's deepest step ends at its own length
+    return np.repeat(starts[value], upper - lower)

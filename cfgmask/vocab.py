@@ -42,12 +42,16 @@ import json
 import numbers
 import os
 import re
+import threading
+
+import numpy as np
 
 from .errors import ConfigurationError
 
 __all__ = ["Vocabulary", "bytes_to_unicode", "unicode_to_bytes"]
 
-_FINGERPRINT_LABEL = b"cfgmask-vocabulary-v1"
+_FINGERPRINT_LABEL = b"cfgmask-vocabulary-v2"
+_PREPARE_LOCK = threading.Lock()  # one PreparedVocab per Vocabulary, even with racing threads
 
 
 def bytes_to_unicode():
@@ -111,7 +115,8 @@ class Vocabulary:
         ``vocab_size`` smaller than the tokenizer.
     """
 
-    __slots__ = ("token_bytes", "eos_token_ids", "vocab_size", "n_tokens", "_fingerprint", "_trie")
+    __slots__ = ("token_bytes", "eos_token_ids", "vocab_size", "n_tokens", "_fingerprint",
+                 "_flat_arrays", "_prepared")
 
     def __init__(self, token_bytes, eos_token_ids, vocab_size=None):
         if isinstance(token_bytes, (bytes, str)):
@@ -174,7 +179,8 @@ class Vocabulary:
         self.vocab_size = vocab_size
         self.n_tokens = n_tokens
         self._fingerprint = None
-        self._trie = None
+        self._flat_arrays = None
+        self._prepared = None
 
     # ------------------------------------------------------------------ basics
 
@@ -195,33 +201,66 @@ class Vocabulary:
     def __hash__(self):
         return hash(self.fingerprint())
 
+    def __reduce__(self):
+        # pickle the content only; the prepared tables are rebuilt (or loaded) on demand
+        return (Vocabulary, (list(self.token_bytes), self.eos_token_ids, self.vocab_size))
+
     def fingerprint(self):
         """Hex sha256 of the content (token bytes, EOS ids, width), for cache keys.
 
-        Each token is hashed length-prefixed (``None`` as length ``-1``), so
-        different splits of the same bytes never collide.
+        Hashes the id count, width and EOS ids, then every token's length
+        (``-1`` for ``None``) as little-endian int64, then all token bytes back
+        to back: the lengths delimit the bytes, so different splits of the
+        same bytes never collide.  About 10 ms for 131k tokens.
         """
         if self._fingerprint is None:
+            flat, offsets, special = self._flat()
+            lens = np.diff(offsets)
+            lens[special.astype(bool)] = -1
             h = hashlib.sha256()
             h.update(_FINGERPRINT_LABEL)
             h.update(f"|{self.n_tokens}|{self.vocab_size}|{','.join(map(str, self.eos_token_ids))}|"
                      .encode())
-            for tb in self.token_bytes:
-                if tb is None:
-                    h.update(b"\xff\xff\xff\xff")
-                else:
-                    h.update(len(tb).to_bytes(4, "little"))
-                    h.update(tb)
+            h.update(lens.astype("<i8").tobytes())
+            h.update(flat.tobytes())
             self._fingerprint = h.hexdigest()
         return self._fingerprint
 
+    def _flat(self):
+        """``(flat uint8, offsets int64[n+1], special uint8[n])``: all token bytes back to
+        back, token ``i`` is ``flat[offsets[i]:offsets[i+1]]``, ``special[i]`` is 1 for
+        ``None``.  Read-only, computed once."""
+        if self._flat_arrays is None:
+            tb = self.token_bytes
+            n = self.n_tokens
+            present = np.frombuffer(bytes(map(bool, tb)), dtype=bool)  # b"" never occurs
+            text = list(filter(None, tb))
+            lens = np.zeros(n, dtype=np.int64)
+            lens[present] = np.fromiter(map(len, text), dtype=np.int64, count=len(text))
+            offsets = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(lens, out=offsets[1:])
+            flat = np.frombuffer(b"".join(text), dtype=np.uint8)
+            special = (~present).astype(np.uint8)
+            for a in (offsets, special):
+                a.flags.writeable = False
+            self._flat_arrays = (flat, offsets, special)
+        return self._flat_arrays
+
+    def prepared(self):
+        """The :class:`~cfgmask.prepared.PreparedVocab` of this vocabulary: the token
+        trie and the other per-vocabulary tables, built (or loaded from the disk
+        cache) on first use and shared by every grammar compiled against it."""
+        if self._prepared is None:
+            with _PREPARE_LOCK:
+                if self._prepared is None:
+                    from .prepared import PreparedVocab
+                    self._prepared = PreparedVocab(self)
+        return self._prepared
+
     def trie(self):
-        """The :class:`~cfgmask.trie.TokTrie` of this vocabulary, built on first
-        use and shared by every grammar compiled against it."""
-        if self._trie is None:
-            from .trie import TokTrie
-            self._trie = TokTrie.build(self)
-        return self._trie
+        """The :class:`~cfgmask.trie.TokTrie` of this vocabulary (``prepared().trie``),
+        built or loaded on first use and shared by every grammar compiled against it."""
+        return self.prepared().trie
 
     def special_token_ids(self):
         """Ids in ``[0, n_tokens)`` whose bytes are ``None`` (EOS included)."""

@@ -21,7 +21,6 @@ import pytest
 
 import cfgmask
 from cfgmask import slices as S
-from cfgmask.compiler import _flatten_tokens
 from tests import corpora
 from tests import vocabs as V
 
@@ -116,7 +115,8 @@ def test_forest_and_membership(grammar):
     assert set(ids.tolist()) == set(trie_ids.tolist())
     tb = c.vocab.token_bytes
     rng = np.random.default_rng(0)
-    flat, off, special = _flatten_tokens(c.vocab)
+    p = c.vocab.prepared()
+    flat, off, special = p.token_bytes_flat, p.token_offsets, p.token_special
     for i, sl in enumerate(tab.slices):
         # membership recomputed in plain Python on a sample of all tokens
         member = S.token_membership(sl.dfa, flat, off, special, sl.lead)

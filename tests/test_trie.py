@@ -95,28 +95,25 @@ def _naive_check(token_bytes, vocab_size):
             node = node.setdefault(b, {})
         node.setdefault(None, []).append(i)  # key None: tokens ending here
 
-    # pre-order, children by byte: (prefix, depth, tokens ending here, subtree tokens)
+    # pre-order, children by byte: (prefix, tokens ending here, subtree tokens); an
+    # explicit stack, because long tokens make the trie deeper than Python recursion
     order = []
+    stack = [(root, b"")]
+    while stack:
+        node, prefix = stack.pop()
+        order.append((prefix, node.get(None, [])))
+        for b in sorted((k for k in node if k is not None), reverse=True):
+            stack.append((node[b], prefix + bytes([b])))
+    order = [(p, here, sorted(j for j, tb in enumerate(token_bytes) if tb and tb.startswith(p)))
+             for p, here in order]
 
-    def visit(node, prefix):
-        idx = len(order)
-        order.append(None)
-        subtree = list(node.get(None, []))
-        for b in sorted(k for k in node if k is not None):
-            subtree += visit(node[b], prefix + bytes([b]))
-        order[idx] = (prefix, node.get(None, []), sorted(subtree))
-        return subtree
-
-    visit(root, b"")
     assert t.n_nodes == len(order)
     for i, (prefix, here, subtree) in enumerate(order):
         assert t.node_depth[i] == len(prefix)
         assert t.node_byte[i] == (prefix[-1] if prefix else 0)
         assert t.node_prefix(i) == prefix
         assert t.node_token[i] == (min(here) if here else -1)
-        assert t.subtree_tokens(i) == subtree
-        # every token with that prefix, by brute force
-        assert subtree == [j for j, tb in enumerate(token_bytes) if tb and tb.startswith(prefix)]
+        assert t.subtree_tokens(i) == subtree  # every token with that prefix
         if here:
             assert t.same_bytes_tokens(here[0]) == sorted(here)
     assert [t.node_prefix(i) for i in range(t.n_nodes)] == sorted(p for p, _, _ in order)
@@ -198,3 +195,39 @@ def test_real_vocabulary_round_trip(name):
     assert t.max_depth == max(len(tb) for tb in vocab.token_bytes if tb)
     ratio = n / t.n_trie_tokens
     assert 1.0 < ratio < 3.0, ratio
+
+
+# ------------------------------------------- long tokens (issue 12, finding 11a)
+# The build is linear in the total token bytes; these shapes used to make a
+# per-depth loop run once per byte of the longest token.  Timing lives in
+# benchmarks/run_ttfm.py; here the shapes are checked for exactness.
+
+def _long_token_vocabularies():
+    rng = random.Random(7)
+    noise = bytes(rng.choice(b"ab \n") for _ in range(500))
+    yield "one long token among bytes", [bytes([i]) for i in range(256)] + [noise]
+    yield "nested prefixes a, aa, aaa, ...", [b"a" * k for k in range(1, 300)]
+    yield "long shared prefix", [noise + bytes([i]) for i in range(40)] + [noise[:1000], noise]
+    yield "siblings with equal lcp", [b"x" * 50 + bytes([i]) + b"y" * (i % 7) for i in range(200)]
+    yield "staircase", [b"ab" * k + b"c" for k in range(100)] + [b"ab" * k for k in range(1, 100)]
+    yield "duplicates of a long token", [noise, None, noise, noise[:-1], noise]
+
+
+@pytest.mark.parametrize("budget", [1 << 20, 16])
+@pytest.mark.parametrize("case", list(_long_token_vocabularies()), ids=lambda c: c[0])
+def test_long_tokens_match_naive_trie(case, budget, monkeypatch):
+    # a small budget forces many narrow comparison windows in the lcp step
+    monkeypatch.setattr("cfgmask.trie._LCP_BUDGET", budget)
+    _naive_check(case[1], len(case[1]) + 2)
+
+
+def test_nearest_smaller_helpers_match_brute_force():
+    from cfgmask.trie import _next_le, _prev_lt
+    rng = np.random.default_rng(3)
+    for size in [1, 2, 3, 10, 100, 1000]:
+        for hi in [1, 3, 50]:
+            v = rng.integers(0, hi, size).astype(np.int64)
+            nxt = [next((j for j in range(i + 1, size) if v[j] <= v[i]), size) for i in range(size)]
+            prv = [next((j for j in range(i - 1, -1, -1) if v[j] < v[i]), -1) for i in range(size)]
+            assert _next_le(v).tolist() == nxt
+            assert _prev_lt(v).tolist() == prv

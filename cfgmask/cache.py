@@ -1,0 +1,256 @@
+"""On-disk cache for compile-time artefacts (prepared vocabularies, lexer tables, grammars).
+
+Everything here is an optimisation: a miss, a disabled cache, an unreadable or
+unwritable directory all fall back to building the artefact, never to an error
+and never to trusting a file that fails a check.
+
+Where: ``$CFGMASK_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/cfgmask``, else
+``~/.cache/cfgmask``.  ``CFGMASK_CACHE=0`` (or ``off``/``false``/``no``)
+disables reading and writing.  Both are read at every call, so a test or a
+server can change them at run time.
+
+One entry is one file ``<dir>/<kind>/<digest>.cfgm`` where ``digest`` is the
+sha256 of the canonical JSON of its key (a dict: what the artefact was built
+from, the builder's version, a hash of the source code that builds it, the
+container format version).  File layout::
+
+    magic  b"CFGMASK\\x01"                   8 bytes
+    header length (little-endian uint32)     4 bytes
+    payload length (little-endian uint64)    8 bytes
+    crc32 of header + payload (uint32)       4 bytes
+    header (UTF-8 JSON: format, kind, key, meta, array table)
+    padding to 64 bytes, then the arrays, each 64-byte aligned
+
+Invariants:
+
+* a file is trusted only if magic, format version, lengths, the crc32 of
+  header and payload, the kind and the *full* key (not just its digest) all
+  match; anything else is a miss (counted in :data:`stats` as ``rejected``)
+  and the caller rebuilds and overwrites it;
+* writes go to a temporary file in the same directory and are published with
+  ``os.replace``, so readers see either the old complete file or the new
+  complete file, and concurrent writers of the same key just race to publish
+  identical content;
+* the payload is read into memory (``read``, not ``mmap``): a file replaced
+  or truncated later by another process cannot fault a process that loaded it;
+* arrays come back read-only (``np.frombuffer`` over an immutable ``bytes``);
+* metadata is JSON, never pickle, so a cache directory shared with others can
+  at worst cause a rebuild, not run code.
+
+crc32 guards against accidental damage (truncation, bit flips, a foreign
+file), not against someone who can write the cache directory; such a person
+can already replace the package.  It checks 8 MB in 2-4 ms here, 2-3x less
+than sha256 (``benchmarks/run_ttfm.py --sections hash``).
+"""
+
+import hashlib
+import json
+import os
+import struct
+import sys
+import tempfile
+import threading
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["FORMAT_VERSION", "cache_dir", "enabled", "load", "store", "entry_path",
+           "key_digest", "code_fingerprint", "stats"]
+
+FORMAT_VERSION = 1
+MAGIC = b"CFGMASK\x01"
+_PREFIX = struct.Struct("<8sIQI")  # magic, header length, payload length, crc32
+_ALIGN = 64
+_OFF_VALUES = ("0", "off", "false", "no", "disable", "disabled")
+
+#: counters for tests and benchmarks: hits, misses, rejected (a file failed a
+#: check), writes, write_errors
+stats = {"hits": 0, "misses": 0, "rejected": 0, "writes": 0, "write_errors": 0}
+_stats_lock = threading.Lock()
+
+
+def _count(what):
+    with _stats_lock:
+        stats[what] += 1
+
+
+def enabled():
+    """False when ``CFGMASK_CACHE`` is ``0``/``off``/``false``/``no``."""
+    return os.environ.get("CFGMASK_CACHE", "1").strip().lower() not in _OFF_VALUES
+
+
+def cache_dir():
+    """The cache directory (a :class:`~pathlib.Path`, maybe not created yet), or
+    ``None`` when the cache is disabled."""
+    if not enabled():
+        return None
+    d = os.environ.get("CFGMASK_CACHE_DIR")
+    if d:
+        return Path(d).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "cfgmask"
+
+
+def _canonical(key):
+    return json.dumps(key, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def key_digest(key):
+    """sha256 hex of the canonical JSON of ``key`` (a JSON-able dict)."""
+    return hashlib.sha256(_canonical(key).encode()).hexdigest()
+
+
+def entry_path(kind, key):
+    """Where the entry for ``(kind, key)`` lives, or ``None`` when disabled."""
+    d = cache_dir()
+    if d is None:
+        return None
+    return d / kind / f"{key_digest(key)[:40]}.cfgm"
+
+
+_code_hashes = {}
+
+
+def code_fingerprint(*modules):
+    """sha256 (hex, 16 chars) of the source files of ``modules`` (module objects or
+    dotted names).
+
+    Part of every cache key, so that changing the code that builds an artefact
+    invalidates its cached copies even if nobody bumps a version number.
+    """
+    names = tuple(sorted(m if isinstance(m, str) else m.__name__ for m in modules))
+    h = _code_hashes.get(names)
+    if h is None:
+        digest = hashlib.sha256()
+        for name in names:
+            mod = sys.modules.get(name)
+            if mod is None:
+                import importlib
+                mod = importlib.import_module(name)
+            path = getattr(mod, "__file__", None)
+            digest.update(name.encode() + b"\0")
+            if path:
+                try:
+                    with open(path, "rb") as f:
+                        digest.update(f.read())
+                except OSError:
+                    digest.update(b"<unreadable>")
+        h = _code_hashes[names] = digest.hexdigest()[:16]
+    return h
+
+
+def _aligned(n):
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def store(kind, key, meta, arrays):
+    """Write one entry; returns True on success (False: disabled or an OS error).
+
+    ``meta`` is a JSON-able dict, ``arrays`` a dict of name -> numpy array
+    (numeric dtypes; written C-contiguous).
+    """
+    path = entry_path(kind, key)
+    if path is None:
+        return False
+    table = []
+    chunks = []
+    pos = 0
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        if a.dtype.hasobject:
+            raise TypeError(f"cache entry {kind}: array {name} has an object dtype")
+        table.append([name, a.dtype.str, list(a.shape), pos, a.nbytes])
+        pad = _aligned(a.nbytes) - a.nbytes
+        chunks.append(a.tobytes())
+        if pad:
+            chunks.append(b"\0" * pad)
+        pos += a.nbytes + pad
+    header = json.dumps({"format": FORMAT_VERSION, "kind": kind, "key": _canonical(key),
+                         "meta": meta, "arrays": table},
+                        sort_keys=True, separators=(",", ":")).encode()
+    head_pad = _aligned(_PREFIX.size + len(header)) - _PREFIX.size - len(header)
+    header += b" " * head_pad  # JSON tolerates trailing blanks
+    crc = zlib.crc32(header)
+    for c in chunks:
+        crc = zlib.crc32(c, crc)
+    prefix = _PREFIX.pack(MAGIC, len(header), pos, crc)
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".cfgm", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(prefix)
+            f.write(header)
+            for c in chunks:
+                f.write(c)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        _count("write_errors")
+        return False
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    _count("writes")
+    return True
+
+
+def load(kind, key):
+    """``(meta, arrays)`` of a valid entry, or ``None`` (missing, disabled, or failing
+    any check; see the module docstring).  Arrays are read-only."""
+    path = entry_path(kind, key)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        _count("misses")
+        return None
+    got = _parse(data, kind, _canonical(key))
+    if got is None:
+        _count("rejected")
+        return None
+    _count("hits")
+    return got
+
+
+def _parse(data, kind, canonical_key):
+    if len(data) < _PREFIX.size:
+        return None
+    magic, head_len, payload_len, crc = _PREFIX.unpack_from(data, 0)
+    if magic != MAGIC:
+        return None
+    start = _PREFIX.size + head_len
+    if start % _ALIGN or len(data) != start + payload_len:
+        return None
+    view = memoryview(data)
+    if zlib.crc32(view[_PREFIX.size:]) != crc:
+        return None
+    try:
+        header = json.loads(bytes(view[_PREFIX.size:start]))
+        if (header.get("format") != FORMAT_VERSION or header.get("kind") != kind
+                or header.get("key") != canonical_key):
+            return None
+        arrays = {}
+        for name, dtype, shape, off, nbytes in header["arrays"]:
+            dt = np.dtype(dtype)
+            if dt.hasobject or off < 0 or off + nbytes > payload_len:
+                return None
+            count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            if count * dt.itemsize != nbytes:
+                return None
+            if count == 0:
+                a = np.zeros(shape, dtype=dt)
+                a.flags.writeable = False
+            else:
+                a = np.frombuffer(data, dtype=dt, count=count, offset=start + off).reshape(shape)
+            arrays[name] = a
+        return header.get("meta", {}), arrays
+    except (ValueError, TypeError, KeyError):
+        return None
