@@ -46,7 +46,7 @@ class GrammarSource:
     after :meth:`document` has stripped the profile's markdown fence.
     """
 
-    def __init__(self, spec, start="start", profile="full"):
+    def __init__(self, spec, start="start", profile="full", **profile_options):
         from .grammar import Grammar
         self.spec = spec
         self.start = start
@@ -68,7 +68,7 @@ class GrammarSource:
             from . import profiles
             if profile not in profiles.PROFILE_NAMES:
                 raise ConfigurationError(f"no grammar profile {profile!r}")
-            self.grammar = profiles.apply(self.grammar, spec)
+            self.grammar = profiles.apply(self.grammar, spec, **profile_options)
             self.profile = profile
         self.load_s = time.perf_counter() - t0
         self.text = self.path.read_text(encoding="utf-8")
@@ -229,7 +229,12 @@ def _seed(seed):
 
 def cmd_generate(args):
     profile = "full" if args.full_language else "generate"
-    src = GrammarSource(args.grammar, start=args.start, profile=profile)
+    opts = {}
+    if args.tables:
+        if args.grammar != "sql" or args.full_language:
+            raise ConfigurationError("--tables needs --grammar sql and its generation profile")
+        opts["tables"] = [t.strip() for t in args.tables.split(",") if t.strip()]
+    src = GrammarSource(args.grammar, start=args.start, profile=profile, **opts)
     sess = Session(args, src, quiet=args.quiet)
     _seed(args.seed)
     system = args.system if args.system is not None else DEFAULT_SYSTEM.get(args.grammar)
@@ -343,13 +348,19 @@ def cmd_demo(args):
         # lanes alternate per prompt, so that machine load drifts hit all alike
         for k, prompt in enumerate(prompts):
             enc = sess.encode_prompt(prompt.text, system=system)
+            lane_compiled = dict(compiled)
+            if prompt.schema and "generate" in lanes:
+                # the SQL generation profile knows the prompt's tables (the full language does not)
+                lane_compiled["generate"] = sess.compile(GrammarSource(
+                    name, profile="generate", tables=judges.sql_tables(prompt.schema)))
             for lane in lanes:
                 a = acc[lane]
                 _seed(args.seed)
                 _err(f"[{name} {k + 1}/{len(prompts)} {lane}] {prompt.text.splitlines()[-1]}")
                 constrained = lane != "unconstrained"
                 res = sess.generate(enc, args.max_new_tokens, constrained=constrained, track_stats=True,
-                                    repetition_penalty=args.repetition_penalty, compiled=compiled.get(lane))
+                                    repetition_penalty=args.repetition_penalty,
+                                    compiled=lane_compiled.get(lane))
                 text = res["text"]
                 if constrained:
                     finished = bool(res["complete"])
@@ -450,6 +461,8 @@ def build_parser():
     p.add_argument("--full-language", action="store_true",
                    help="constrain by the whole language of a builtin grammar (comments, any whitespace, "
                         "no fence) instead of its generation profile (cfgmask/profiles.py)")
+    p.add_argument("--tables", default=None, metavar="T1,T2,...",
+                   help="SQL: the tables that exist; FROM/JOIN/INTO/UPDATE may only name these")
     p.add_argument("--repetition-penalty", type=float, default=1.2,
                    help="transformers' repetition penalty (default 1.2: the 135M default model loops "
                         "without it; 1 turns it off)")

@@ -26,7 +26,7 @@ import tempfile
 
 from .errors import ConfigurationError
 
-__all__ = ["judge", "judge_json", "judge_sql", "judge_javascript", "extract_document"]
+__all__ = ["judge", "judge_json", "judge_sql", "judge_javascript", "extract_document", "sql_tables"]
 
 _FENCED = re.compile(r"```[^\n`]*\n(.*?)(?:\n```|$)", re.S)
 
@@ -62,6 +62,17 @@ def judge_sql(doc, schema=""):
     finally:
         con.close()
     return None
+
+
+def sql_tables(schema):
+    """The names of the tables (and views) that SQLite creates from ``schema``."""
+    con = sqlite3.connect(":memory:")
+    try:
+        con.executescript(schema)
+        return [r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY rowid")]
+    finally:
+        con.close()
 
 
 def _node():

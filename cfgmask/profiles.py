@@ -12,36 +12,44 @@ rules and the same terminals, by name) with
   also allows one blank line), and a whitespace lexeme may not be followed by
   more whitespace, so runs never grow (a second ``%ignore`` lexeme cannot
   start where the first one could have gone on);
-* **length caps** (optional): quoted identifiers at most
-  ``max_quoted_ident`` characters and string literals at most ``max_string``,
-  neither containing a raw line break;
-* **an optional markdown fence** (optional): ```` ```sql ```` / ```` ```js ````
-  / ```` ```json ```` (or a bare ```` ``` ````) plus a line break before the
-  document, a line break plus ```` ``` ```` after it (each fence takes the
-  whitespace in front of it), because chat models write one.  :meth:`Profile.strip_fence` (and :meth:`Grammar.document
-  <cfgmask.grammar.Grammar.document>`) give the document without it.
+* **length caps** (options ``max_quoted_ident``, ``max_string``; ``None``
+  turns a cap off): at most that many characters inside quoted identifiers
+  and string literals, and their negated classes (``[^']``) refuse raw line
+  breaks;
+* **an optional markdown fence** (option ``fence``): ```` ```sql ```` /
+  ```` ```js ```` / ```` ```json ```` (or a bare ```` ``` ````) plus a line
+  break before the document, a line break plus ```` ``` ```` after it (each
+  fence takes the whitespace in front of it), because chat models write one.
+  :meth:`Profile.strip_fence` (and :meth:`Grammar.document
+  <cfgmask.grammar.Grammar.document>`) give the document without it;
+* **known tables** (SQL, option ``tables``): table references may only name
+  the given tables.
 
 What changes per grammar is the small table :data:`SPECS` (which terminals
-are comments, whitespace, quoted identifiers and strings); everything else is
-derived from the loaded full grammar, so a grammar edit that keeps those
-terminal names keeps its profile, and one that removes a name fails loudly
-(:class:`~cfgmask.GrammarError` naming the terminal and this module).
+are comments, whitespace, quoted identifiers and strings, and which rules
+name tables); everything else is derived from the loaded full grammar, so a
+grammar edit that keeps those names keeps its profile, and one that removes a
+name fails loudly (:class:`~cfgmask.GrammarError` naming it and this module).
 
 Invariant (the profile is a sublanguage of the full grammar, lexeme by
 lexeme): for every document ``d`` the profile accepts, ``strip_fence(d)`` is
 accepted by the full grammar with the same lexemes, scanned as the same
-terminals.  The rules are unchanged, so it suffices that greedy lexing cuts
-and names the lexemes the same way; :func:`apply` checks, with the terminals'
-byte automata, and refuses to build the profile otherwise:
+terminals.  The rules are the full grammar's (plus the fence rule, and with
+``tables`` a ``$table`` rule whose terminals are sub-languages of the name
+terminals ``qualified_name`` derives), so it suffices that greedy lexing cuts
+and names the lexemes the same way; :func:`apply` checks, with the
+terminals' byte automata, and refuses to build the profile otherwise:
 
-1. *inclusion*: each replaced terminal accepts a subset of the original's
-   lexemes (exact automaton inclusion, follow restrictions included);
+1. *inclusion*: each replaced or added terminal accepts a subset of its
+   original's lexemes (exact automaton inclusion, follow restrictions
+   included);
 2. *same cuts*: wherever a lexeme of a profile terminal may end while an
    original replaced terminal could still go on, the next byte is forbidden
    by a trailing lookahead that :func:`apply` adds (``(?![ \\n])`` after a
    whitespace lexeme, ``(?!')`` after a capped ``'...'`` that could continue
-   as ``''``); a non-ASCII continuation (which a lookahead cannot express) is
-   refused unless no profile terminal can start with that character;
+   as ``''``) or by the grammar's word boundary; a non-ASCII continuation
+   (which a lookahead cannot express) is refused unless no profile terminal
+   can start with that character;
 3. *no hidden comments*: a dropped comment opens with two bytes ``ab``
    (``--``, ``//``, ``/*``); no profile lexeme may start with ``ab``, and a
    terminal that accepts the single byte ``a`` gets ``(?!b)``, so ``ab`` never
@@ -72,7 +80,7 @@ PROFILE_NAMES = ("full", "generate")
 # Defaults of the generation profile's options.
 MAX_INDENT = 24          # spaces after a line break
 MAX_QUOTED_IDENT = 64    # characters inside "..." `...` [...] (SQL)
-MAX_STRING = 256         # characters inside a string literal
+MAX_STRING = 64          # characters inside a string literal
 
 # ---------------------------------------------------------------------------
 # MERGE POINT (issue 9, JSON Schema): the whitespace the JSON generation
@@ -115,6 +123,12 @@ class ProfileSpec:
     whitespace: dict = field(default_factory=dict)  # terminal -> bounded pattern (%(indent)d)
     quoted_identifiers: tuple = ()         # capped at max_quoted_ident
     strings: tuple = ()                    # capped at max_string
+    # tables= option: in these rules, table_symbol names a table; the names are
+    # name_terminal lexemes (bare) or quoted_name_terminal lexemes (quoted)
+    table_rules: tuple = ()
+    table_symbol: str = ""
+    name_terminal: str = ""
+    quoted_name_terminal: str = ""
 
 
 # The per-grammar specification, in one place (adjust here when a grammar's
@@ -131,6 +145,10 @@ SPECS = {
         whitespace={"WS": _SPACE_OR_LINE},
         quoted_identifiers=("DQ_IDENT", "BACKTICK_IDENT", "BRACKET_IDENT"),
         strings=("SQ_STRING",),
+        table_rules=("table_or_subquery", "insert_stmt", "update_stmt", "delete_stmt", "in_rhs"),
+        table_symbol="qualified_name",
+        name_terminal="IDENT",
+        quoted_name_terminal="DQ_IDENT",
     ),
     "javascript": ProfileSpec(
         fence_tags=("js", "javascript", "JavaScript"),
@@ -210,16 +228,20 @@ def builtin(name, profile="generate", *, start="start", **options):
 
 
 def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_string=MAX_STRING,
-          max_indent=MAX_INDENT):
+          max_indent=MAX_INDENT, tables=None):
     """The generation profile of ``grammar``, a loaded bundled grammar (``base``: its name).
 
     ``fence``: allow a markdown fence around the document.  ``max_quoted_ident``
     / ``max_string``: length caps in characters (``None``: no cap; line breaks
     are refused inside them either way).  ``max_indent``: spaces allowed
-    after a line break.  Returns a new :class:`~cfgmask.Grammar` whose
-    ``profile`` attribute is a :class:`Profile`; raises
-    :class:`~cfgmask.GrammarError` when a terminal named in :data:`SPECS` is
-    missing or an invariant of the module docstring cannot be established.
+    after a line break.  ``tables`` (SQL only): the names of the tables that
+    exist; a table reference (``FROM``, ``JOIN``, ``INTO``, ``UPDATE``, ``IN``)
+    must then name one of them (bare, any letter case, or double-quoted), so a
+    query over a table the schema lacks cannot be written.  Returns a new
+    :class:`~cfgmask.Grammar` whose ``profile`` attribute is a
+    :class:`Profile`; raises :class:`~cfgmask.GrammarError` when a terminal
+    named in :data:`SPECS` is missing or an invariant of the module docstring
+    cannot be established.
     """
     if base not in SPECS:
         raise ConfigurationError(f"no generation profile for {base!r}; profiles exist for {', '.join(SPECS)}")
@@ -229,8 +251,14 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     if not isinstance(max_indent, int) or max_indent < 0:
         raise ConfigurationError(f"max_indent must be an int >= 0, not {max_indent!r}")
     spec = SPECS[base]
+    if tables is not None:
+        tables = tuple(tables)
+        if not spec.table_rules:
+            raise ConfigurationError(f"the {base} profile takes no tables")
+        if not tables or not all(isinstance(t, str) and t for t in tables):
+            raise ConfigurationError(f"tables must be a non-empty list of names, not {tables!r}")
     options = dict(fence=fence, max_quoted_ident=max_quoted_ident, max_string=max_string,
-                   max_indent=max_indent)
+                   max_indent=max_indent, tables=tables)
     names = grammar.terminal_names
     index = {n: t for t, n in enumerate(names)}
     where = f"profile 'generate' of {base}"
@@ -241,54 +269,93 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
                 f"{where}: the grammar has no terminal {name} (the {role} named in "
                 f"cfgmask/profiles.py SPECS[{base!r}]); the grammar changed, so update SPECS. "
                 f"Terminals: {', '.join(sorted(names))}", where=name, construct="profile spec")
-        return index[name]
+        return name
 
-    # ---- 1. the new patterns, by name ---------------------------------
-    new = {}       # terminal id -> pattern (before guards)
+    # ---- 1. the new patterns, by terminal name ---------------------------
+    patterns = dict(zip(names, grammar.terminal_patterns))
+    origin = {}    # profile terminal -> the full grammar's terminal it stands for
     dropped = set()
     for name in spec.comments:
-        t = need(name, "comment")
-        if not grammar.terminal_is_ignore[t]:
+        need(name, "comment")
+        if not grammar.terminal_is_ignore[index[name]]:
             raise GrammarError(f"{where}: comment terminal {name} is not %ignore'd, so it cannot be "
                                "dropped", where=name, construct="profile spec")
-        dropped.add(t)
+        dropped.add(name)
     for name, template in spec.whitespace.items():
-        new[need(name, "whitespace")] = template % {"indent": max_indent}
-    for names_, cap in ((spec.quoted_identifiers, max_quoted_ident), (spec.strings, max_string)):
-        for name in names_:
-            t = need(name, "quoted terminal")
-            new[t] = cap_pattern(grammar.terminal_patterns[t], cap, name)
-    used = {s for r in range(grammar.n_rules) for s in grammar.rule_body(r) if s < grammar.n_terminals}
-    for t in dropped:
-        if t in used:
-            raise GrammarError(f"{where}: comment terminal {names[t]} is used in a rule",
-                               where=names[t], construct="profile spec")
+        patterns[need(name, "whitespace")] = template % {"indent": max_indent}
+        origin[name] = name
+    for group, cap in ((spec.quoted_identifiers, max_quoted_ident), (spec.strings, max_string)):
+        for name in group:
+            patterns[need(name, "quoted terminal")] = cap_pattern(patterns[name], cap, name)
+            origin[name] = name
+    used = {names[s] for r in range(grammar.n_rules) for s in grammar.rule_body(r) if s < grammar.n_terminals}
+    for name in dropped:
+        del patterns[name]
+        if name in used:
+            raise GrammarError(f"{where}: comment terminal {name} is used in a rule",
+                               where=name, construct="profile spec")
+    added = {}     # new terminal -> pattern (the table names)
+    if tables is not None:
+        added = _table_terminals(spec, tables, grammar, need, where)
+        origin.update({TABLE_NAME: spec.name_terminal, TABLE_NAME_QUOTED: spec.quoted_name_terminal})
+        patterns.update(added)
 
     # ---- 2. automata, guards and the invariants ---------------------------
-    kept = [t for t in range(len(names)) if t not in dropped]
-    full = {t: _dfa(grammar.terminal_patterns[t], names[t]) for t in range(len(names))}
-    patterns = {t: new.get(t, grammar.terminal_patterns[t]) for t in kept}
-    prof = {t: (_dfa(patterns[t], names[t]) if t in new else full[t]) for t in kept}
-    guards = _guards(grammar, full, prof, new, dropped, where)
-    for t, forbidden in guards.items():
-        patterns[t] = f"(?:{patterns[t]})(?!{_byte_class(forbidden)})"
-        prof[t] = _dfa(patterns[t], names[t])
-    for t in set(new) | set(guards):
-        _check_subset(prof[t], full[t], names[t], where)
-    again = _guards(grammar, full, prof, new, dropped, where)
+    full = {n: _dfa(p, n) for n, p in zip(names, grammar.terminal_patterns)}
+    prof = {n: (_dfa(p, n) if n in origin else full[n]) for n, p in patterns.items()}
+    wb = frozenset(grammar.word_boundary)
+    guards = _guards(full, prof, origin, dropped, wb, where)
+    for name, forbidden in guards.items():
+        patterns[name] = f"(?:{patterns[name]})(?!{_byte_class(forbidden)})"
+        prof[name] = _dfa(patterns[name], name)
+    for name in set(origin) | set(guards):
+        _check_subset(prof[name], full[origin.get(name, name)], name, where)
+    again = _guards(full, prof, origin, dropped, wb, where)
     if again:  # the guards are a fixpoint by construction; this is the proof
         raise GrammarError(f"{where}: internal error, lookahead guards did not converge "
-                           f"({', '.join(names[t] for t in again)})", where=where, construct="profile")
-    _check_ignore_overlap(grammar, full, prof, new, where)
+                           f"({', '.join(again)})", where=where, construct="profile")
+    ignores = [n for n in prof if n in index and grammar.terminal_is_ignore[index[n]]]
+    _check_ignore_overlap(full, prof, origin, ignores, where)
 
     # ---- 3. the new grammar -------------------------------------------
-    rewrites = {names[t]: patterns[t] for t in sorted(set(new) | set(guards))}
-    rewrites.update({names[t]: None for t in dropped})
+    rewrites = {n: patterns[n] for n in names if n in patterns and patterns[n] != full[n].pattern}
+    rewrites.update({n: None for n in dropped})
+    rewrites.update({n: patterns[n] for n in added})
     profile = Profile("generate", base, spec, options, rewrites)
     fence_terminals = (profile.fence_open_pattern, profile.fence_close_pattern) if fence else None
-    g = _rebuild(grammar, patterns, dropped, fence_terminals)
+    g = _rebuild(grammar, patterns, dropped, fence_terminals,
+                 tables=(spec, list(added)) if added else None)
     g.profile = profile
     return g
+
+
+TABLE_NAME = "TABLE_NAME"
+TABLE_NAME_QUOTED = "TABLE_NAME_QUOTED"
+TABLE_SYMBOL = "$table"
+
+
+def _table_terminals(spec, tables, grammar, need, where):
+    """``TABLE_NAME`` (the names that are bare identifiers, ASCII letters in any case) and
+    ``TABLE_NAME_QUOTED`` (every name in double quotes)."""
+    bare_rx = re.compile(grammar.terminal_patterns[grammar.terminal_names.index(
+        need(spec.name_terminal, "name terminal"))])
+    need(spec.quoted_name_terminal, "quoted name terminal")
+    if spec.table_symbol not in grammar.nonterminal_names:
+        raise GrammarError(f"{where}: the grammar has no rule {spec.table_symbol} (SPECS table_symbol)",
+                           where=spec.table_symbol, construct="profile spec")
+    missing = [r for r in spec.table_rules if r not in grammar.nonterminal_names]
+    if missing:
+        raise GrammarError(f"{where}: the grammar has no rule {', '.join(missing)} (SPECS table_rules)",
+                           where=missing[0], construct="profile spec")
+
+    def any_case(name):
+        return "".join(f"[{c.upper()}{c.lower()}]" if c.isascii() and c.isalpha() else re.escape(c)
+                       for c in name)
+    bare = sorted({t for t in tables if bare_rx.fullmatch(t)}, key=lambda t: (-len(t), t))
+    out = {TABLE_NAME_QUOTED: "|".join('"' + re.escape(t.replace('"', '""')) + '"' for t in tables)}
+    if bare:
+        out[TABLE_NAME] = "|".join(any_case(t) for t in bare)
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -392,27 +459,36 @@ def _first_bytes(dfa):
     return set(np.flatnonzero(dfa.trans[0] >= 0).tolist())
 
 
-def _guards(grammar, full, prof, new, dropped, where):
-    """Bytes each profile terminal must not be followed by (invariants 2 and 3): ``{t: set}``."""
-    names = grammar.terminal_names
+def _ends_in(dfa, byte_set):
+    """Per state: is every byte that leads into it in ``byte_set``? (So a lexeme ending there does.)"""
+    into = np.zeros((dfa.n_states, 256), dtype=bool)
+    src, byte = np.nonzero(dfa.trans >= 0)
+    into[dfa.trans[src, byte], byte] = True
+    ok = np.zeros(256, dtype=bool)
+    ok[list(byte_set)] = True
+    return [bool(row.any()) and not (row & ~ok).any() for row in into]
+
+
+def _guards(full, prof, origin, dropped, wb, where):
+    """Bytes each profile terminal must not be followed by (invariants 2 and 3): ``{name: set}``."""
     guards = {}
-    # 2. same cuts: pair every profile terminal v with every replaced terminal's original u
-    # that can read the same bytes; where v may end and u goes on, forbid that byte after v.
-    for u in new:
+    # 2. same cuts: pair every profile terminal v with the original u of every replaced or
+    # added terminal, where both can read the same bytes; where v may end and u goes on,
+    # forbid that byte after v (unless the word boundary already does).
+    for u in sorted(set(origin.values())):
         fu = _first_bytes(full[u])
         for v, dv in prof.items():
-            if not fu & _first_bytes(dv):
-                continue
-            for b in _lost_continuations(dv, full[u], prof, names[v], names[u], where):
-                guards.setdefault(v, set()).add(b)
+            if fu & _first_bytes(dv):
+                for b in _lost_continuations(dv, full[u], prof, v, u, wb, where):
+                    guards.setdefault(v, set()).add(b)
     # 3. no hidden comments
-    for c in dropped:
+    for c in sorted(dropped):
         cd = full[c]
         for b1 in np.flatnonzero(cd.trans[0] >= 0).tolist():
             s1 = int(cd.trans[0, b1])
             if cd.accepting[s1]:
-                raise GrammarError(f"{where}: comment {names[c]} can be one byte long; it cannot be "
-                                   "kept out of the profile", where=names[c], construct="profile comment")
+                raise GrammarError(f"{where}: comment {c} can be one byte long; it cannot be "
+                                   "kept out of the profile", where=c, construct="profile comment")
             for b2 in np.flatnonzero(cd.trans[s1] >= 0).tolist():
                 for v, dv in prof.items():
                     s = int(dv.trans[0, b1])
@@ -420,28 +496,30 @@ def _guards(grammar, full, prof, new, dropped, where):
                         continue
                     if dv.trans[s, b2] >= 0:
                         raise GrammarError(
-                            f"{where}: terminal {names[v]} has lexemes starting with {bytes([b1, b2])!r}, "
-                            f"where the full grammar starts the comment {names[c]}",
-                            where=names[v], construct="profile comment")
-                    if dv.can_end(s, b2):
+                            f"{where}: terminal {v} has lexemes starting with {bytes([b1, b2])!r}, "
+                            f"where the full grammar starts the comment {c}",
+                            where=v, construct="profile comment")
+                    if dv.can_end(s, b2) and not (b1 in wb and b2 in wb):
                         if b2 >= 0x80:
                             raise GrammarError(f"{where}: cannot forbid non-ASCII byte {b2:#x} after "
-                                               f"{names[v]}", where=names[v], construct="profile comment")
+                                               f"{v}", where=v, construct="profile comment")
                         guards.setdefault(v, set()).add(b2)
     return guards
 
 
-def _lost_continuations(v, u, prof, vname, uname, where):
+def _lost_continuations(v, u, prof, vname, uname, wb, where):
     """ASCII bytes after which a lexeme of ``v`` may end while ``u`` (an original) goes on.
 
     A lexeme ``x`` both read: if ``v`` may end at ``x`` before byte ``b`` and
     cannot read ``b`` itself, while ``u`` can, then greedy lexing in the full
     grammar would go on where the profile stops; forbidding ``b`` after ``v``
-    removes that case.  Non-ASCII ``b`` cannot be forbidden by a lookahead:
-    refused unless no profile terminal can start with a character ``u`` can go
-    on with.
+    removes that case.  Not needed where the word boundary already forbids a
+    lexeme starting with ``b`` after ``x``.  Non-ASCII ``b`` cannot be
+    forbidden by a lookahead: refused unless no profile terminal can start
+    with a character ``u`` can go on with.
     """
     out = set()
+    in_wb = _ends_in(v, wb) if wb else [False] * v.n_states
     seen, todo = {(0, 0)}, [(0, 0)]
     while todo:
         a, b = todo.pop()
@@ -449,7 +527,7 @@ def _lost_continuations(v, u, prof, vname, uname, where):
         if v.accepting[a]:
             lost = np.flatnonzero((ru >= 0) & (rv < 0)).tolist()
             for x in lost:
-                if not v.can_end(a, x):
+                if not v.can_end(a, x) or (in_wb[a] and x in wb):
                     continue
                 if x < 0x80:
                     out.add(x)
@@ -487,23 +565,21 @@ def _char_can_start_lexeme(u, su, lead, prof):
     return False
 
 
-def _check_ignore_overlap(grammar, full, prof, new, where):
+def _check_ignore_overlap(full, prof, origin, ignores, where):
     """Invariant 4: a profile %ignore lexeme that an original terminal accepts, its replacement accepts."""
-    names = grammar.terminal_names
-    ignores = [t for t in prof if grammar.terminal_is_ignore[t]]
-    for u in new:
-        if grammar.terminal_is_ignore[u]:
+    for v, u in origin.items():
+        if v in ignores:
             continue
         for i in ignores:
-            di, du, dp = prof[i], full[u], prof[u]
+            di, du, dp = prof[i], full[u], prof[v]
             seen, todo = {(0, 0, 0)}, [(0, 0, 0)]
             while todo:
                 a, b, c = todo.pop()
                 if di.accepting[a] and du.accepting[b] and (c < 0 or not dp.accepting[c]):
                     raise GrammarError(
-                        f"{where}: a {names[i]} lexeme that the full grammar scans as {names[u]} "
-                        f"(where {names[u]} is expected) is not a {names[u]} lexeme of the profile",
-                        where=names[u], construct="profile ignore overlap")
+                        f"{where}: a {i} lexeme that the full grammar scans as {u} "
+                        f"(where {u} is expected) is not a {v} lexeme of the profile",
+                        where=v, construct="profile ignore overlap")
                 for x in np.flatnonzero((di.trans[a] >= 0) & (du.trans[b] >= 0)).tolist():
                     p = (int(di.trans[a, x]), int(du.trans[b, x]), int(dp.trans[c, x]) if c >= 0 else -1)
                     if p not in seen:
@@ -515,49 +591,60 @@ def _check_ignore_overlap(grammar, full, prof, new, where):
 # The new grammar
 # ---------------------------------------------------------------------------
 
-def _rebuild(g, patterns, dropped, fence):
-    """``g`` with ``patterns`` (by terminal id), without ``dropped``, optionally fenced."""
+def _rebuild(g, patterns, dropped, fence, tables=None):
+    """``g`` with ``patterns`` (by terminal name), without ``dropped``, optionally fenced.
+
+    ``tables`` = ``(spec, names of the table terminals)``: the occurrences of
+    ``spec.table_symbol`` in the rules of ``spec.table_rules`` become
+    ``$table``, which derives exactly those terminals.
+    """
     from .grammar import START_SYMBOL_NAME, Grammar
 
     T = g.n_terminals
-    kept = [t for t in range(T) if t not in dropped]
+    kept = [t for t in range(T) if g.terminal_names[t] not in dropped]
     real = [t for t in kept if not g.terminal_is_ignore[t]]
     ign = [t for t in kept if g.terminal_is_ignore[t]]
     names = [g.terminal_names[t] for t in real]
-    pats = [patterns[t] for t in real]
     flags = [g.terminal_flags[t] for t in real]
-    if fence is not None:
-        for n in (FENCE_OPEN, FENCE_CLOSE):
-            if n in g.terminal_names:
-                raise GrammarError(f"the grammar already has a terminal named {n}", where=n,
-                                   construct="profile fence")
-        names += [FENCE_OPEN, FENCE_CLOSE]
-        pats += list(fence)
-        flags += [frozenset(), frozenset()]
+    added = list(tables[1]) if tables else []
+    fence_names = [FENCE_OPEN, FENCE_CLOSE] if fence is not None else []
+    for n in added + fence_names:
+        if n in g.terminal_names:
+            raise GrammarError(f"the grammar already has a terminal named {n}", where=n, construct="profile")
+    names += added + fence_names
+    flags += [frozenset()] * (len(added) + len(fence_names))
+    fence_patterns = dict(zip(fence_names, fence or ()))
     n_real = len(names)
     names += [g.terminal_names[t] for t in ign]
-    pats += [patterns[t] for t in ign]
     flags += [g.terminal_flags[t] for t in ign]
-    tmap = {t: i for i, t in enumerate(real)}
-    tmap.update({t: n_real + i for i, t in enumerate(ign)})
+    pats = [fence_patterns[n] if n in fence_patterns else patterns[n] for n in names]
+    tid = {n: i for i, n in enumerate(names)}
     T2 = len(names)
-    extra = 1 if fence is not None else 0
-    nt_names = [START_SYMBOL_NAME] + ([DOCUMENT_SYMBOL] if extra else []) + g.nonterminal_names[1:]
+    nt_names = [START_SYMBOL_NAME] + ([DOCUMENT_SYMBOL] if fence is not None else []) + \
+        ([TABLE_SYMBOL] if tables else []) + g.nonterminal_names[1:]
+    ntid = {n: T2 + i for i, n in enumerate(nt_names)}
 
     def sym(s):
-        return tmap[s] if s < T else T2 + (0 if s == T else s - T + extra)
+        return tid[g.terminal_names[s]] if s < T else ntid[g.nonterminal_names[s - T]]
 
     start_body = [sym(s) for s in g.rule_body(0)]
     rules = []
     if fence is not None:
-        doc = T2 + 1
-        rules.append((T2, [doc]))
-        rules.append((doc, [names.index(FENCE_OPEN)] + start_body + [names.index(FENCE_CLOSE)]))
-        rules.append((doc, start_body))
+        rules.append((ntid[START_SYMBOL_NAME], [ntid[DOCUMENT_SYMBOL]]))
+        rules.append((ntid[DOCUMENT_SYMBOL], [tid[FENCE_OPEN]] + start_body + [tid[FENCE_CLOSE]]))
+        rules.append((ntid[DOCUMENT_SYMBOL], start_body))
     else:
-        rules.append((T2, start_body))
+        rules.append((ntid[START_SYMBOL_NAME], start_body))
+    if tables:
+        spec = tables[0]
+        rules += [(ntid[TABLE_SYMBOL], [tid[n]]) for n in added]
+        in_rules = {ntid[r] for r in spec.table_rules}
+        target, table = ntid[spec.table_symbol], ntid[TABLE_SYMBOL]
     for r in range(1, g.n_rules):
-        rules.append((sym(int(g.rule_lhs[r])), [sym(s) for s in g.rule_body(r)]))
+        lhs, body = sym(int(g.rule_lhs[r])), [sym(s) for s in g.rule_body(r)]
+        if tables and lhs in in_rules:
+            body = [table if s == target else s for s in body]
+        rules.append((lhs, body))
     out = Grammar(terminal_names=names, terminal_patterns=pats, terminal_flags=flags,
                   terminal_is_ignore=[False] * n_real + [True] * len(ign),
                   nonterminal_names=nt_names, rules=rules, start=g.start,

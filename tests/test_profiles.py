@@ -29,6 +29,7 @@ import pytest
 
 import cfgmask
 from cfgmask import profiles
+import cfgmask.judges
 from cfgmask.judges import judge_json
 from cfgmask.grammar import Grammar
 from tests.reference import Reference
@@ -226,11 +227,11 @@ CASES = [
     ("json", '{"a": [1, 2], "b": {"c": null}}', True),
     ("json", '{\n  "a": 1,\n  "b": [\n    true\n  ]\n}', True),
     ("json", '```json\n{"a": 1}\n```', True),
-    ("json", '"' + "x" * 256 + '"', True),
+    ("json", '"' + "x" * profiles.MAX_STRING + '"', True),
     ("json", '{"a":  1}', False),
     ("json", '{"a": 1}\n\n', False),
     ("json", '{"a":\t1}', False),
-    ("json", '"' + "x" * 257 + '"', False),
+    ("json", '"' + "x" * (profiles.MAX_STRING + 1) + '"', False),
     ("json", '```json\n{"a": 1} \n```', True),
     ("json", '```json\n{"a": 1}\n\n\n\n```', False),
 ]
@@ -324,10 +325,10 @@ class _After:
 class ProfileSampler(Sampler):
     """The sampler of test_sampling_lark on the generation profile; half the documents fenced."""
 
-    def __init__(self, name):
+    def __init__(self, name, **options):
         super().__init__(name)  # the full grammar: its Lark parser is the oracle
         self.full_ref = Reference(self.grammar)
-        self.grammar = profile(name)
+        self.grammar = Grammar.builtin(name, profile="generate", **options) if options else profile(name)
         self.compiled = cfgmask.compile(self.grammar, self.vocab)
         self.ref = Reference(self.grammar)
         fence = FENCES[name].encode()
@@ -364,12 +365,12 @@ class ProfileSampler(Sampler):
 
 
 @functools.lru_cache(maxsize=None)
-def profile_sampler(name):
-    return ProfileSampler(name)
+def profile_sampler(name, tables=None):
+    return ProfileSampler(name, tables=tables) if tables else ProfileSampler(name)
 
 
-def _sampled(name, n, seed):
-    s = profile_sampler(name)
+def _sampled(name, n, seed, tables=None):
+    s = profile_sampler(name, tables)
     docs, unfinished, failures = s.run(n, seed=seed)
     assert not failures, f"{len(failures)} failure(s):\n  " + "\n  ".join(failures[:6])
     assert len(docs) >= 0.8 * n, f"only {len(docs)} of {n} documents finished"
@@ -415,6 +416,62 @@ def test_sampled_documents_are_in_the_full_language_full(name):
     bodies = _sampled(name, SAMPLES[name][1], SEED + 32)
     bad = _judge(name, bodies)
     assert not bad, bad[:5]
+
+
+def test_sampled_sql_with_tables():
+    tables = ("singer", "Concert", "order")  # "order" is a keyword: only "order" in quotes names it
+    bodies = _sampled("sql", SAMPLES["sql"][0] // 2, SEED + 33, tables=tables)
+    schema = "".join(f'CREATE TABLE "{t}" (id INTEGER, name TEXT);' for t in tables)
+    bad = [(e, b) for b in bodies for e in [_sqlite_error(b)] if _is_syntax_error(e)]
+    assert not bad, bad[:5]
+    for b in bodies:  # every table a sampled query names exists
+        e = cfgmask.judges.judge_sql(b, schema)
+        assert e is None or "no such table" not in e, (e, b)
+
+
+# ------------------------------------------------------------- tables (SQL)
+
+@functools.lru_cache(maxsize=None)
+def tables_compiled():
+    return cfgmask.compile(Grammar.builtin("sql", profile="generate", tables=["employee", "orders"]),
+                           byte_vocab())
+
+
+@pytest.mark.parametrize("doc,ok", [
+    ("SELECT name, salary FROM employee WHERE salary > 10;", True),
+    ("SELECT * FROM EMPLOYEE AS e JOIN orders AS o ON o.emp = e.id", True),
+    ('SELECT * FROM "employee"', True),
+    ("INSERT INTO orders VALUES (1, 2)", True),
+    ("DELETE FROM employee WHERE id IN (SELECT id FROM orders)", True),
+    ("SELECT * FROM employee WHERE id IN orders", True),
+    ("SELECT nosuch.x FROM employee", True),           # columns are not restricted
+    ("SELECT * FROM employees", False),
+    ("SELECT * FROM employee2", False),
+    ("SELECT * FROM employee JOIN dept ON 1", False),
+    ("SELECT * FROM (SELECT * FROM dept)", False),
+    ("UPDATE dept SET a = 1", False),
+    ('SELECT * FROM "Employee"', False),
+    ("SELECT * FROM main.employee", False),
+    ("WITH t AS (SELECT 1) SELECT * FROM t", False),   # a CTE is not a table of the schema
+])
+def test_tables(doc, ok):
+    m = tables_compiled().matcher()
+    try:
+        m.consume_many(list(doc.encode()) + [256])
+        got = True
+    except cfgmask.TokenRejected:
+        got = False
+    assert got == ok
+    if ok:
+        assert accepts("sql", "full", doc)
+
+
+def test_tables_option_errors():
+    with pytest.raises(cfgmask.ConfigurationError):
+        Grammar.builtin("json", profile="generate", tables=["t"])
+    with pytest.raises(cfgmask.ConfigurationError):
+        Grammar.builtin("sql", profile="generate", tables=[])
+    assert cfgmask.judges.sql_tables("CREATE TABLE a (x); CREATE TABLE \"b c\" (y);") == ["a", "b c"]
 
 
 # ------------------------------------------------------------- refusals
