@@ -203,6 +203,8 @@ class Grammar:
         if profile is not None:
             from . import profiles
             return profiles.builtin(name, profile, **options)
+        if options:
+            raise ConfigurationError(f"profile options ({', '.join(options)}) need profile='generate'")
         return cls.from_file(_builtin_dir() / f"{name}.lark")
 
     def document(self, text):

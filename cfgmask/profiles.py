@@ -59,6 +59,20 @@ terminals' byte automata, and refuses to build the profile otherwise:
    lexeme of an original terminal (JavaScript: a line break is ``NL`` wherever
    ``NL`` is expected), the replaced terminal accepts it too.
 
+One more guard is not about the full grammar but about the language's own
+engine: JavaScript's tokenizer reads ``--`` and ``++`` as one token wherever
+they stand, while contextual lexing splits ``x)--y`` into ``x) - -y``; so a
+one-character ``-`` / ``+`` lexeme gets ``(?!-)`` / ``(?!\\+)`` (``SPECS
+unsplit``).
+
+Exception (the full grammar's, not the profile's): JavaScript's full
+whitespace terminal reads the first byte of a non-ASCII space greedily, so
+the full grammar refuses whitespace followed by a character that shares
+that byte (``x = あ``, ``x = µ``), which Lark and JavaScript accept.  A
+lookahead cannot forbid a non-ASCII byte, so the profile's whitespace ends
+there and the profile accepts such documents (invariant 2 is checked per
+character, not per byte).
+
 ``tests/test_profiles.py`` checks the result end to end: documents sampled
 under the profile's masks, fence stripped, must parse with the full grammar
 (Lark and cfgmask) and pass the language's engine (``json.loads``, SQLite,
@@ -123,6 +137,10 @@ class ProfileSpec:
     whitespace: dict = field(default_factory=dict)  # terminal -> bounded pattern (%(indent)d)
     quoted_identifiers: tuple = ()         # capped at max_quoted_ident
     strings: tuple = ()                    # capped at max_string
+    # two-character tokens the language's engine always reads as one (its
+    # tokenizer is not contextual): a one-character lexeme may not be followed
+    # by the second character ("x)--y" is "x) - -y" to the grammar, "x)-- y" to node)
+    unsplit: tuple = ()
     # tables= option: in these rules, table_symbol names a table; the names are
     # name_terminal lexemes (bare) or quoted_name_terminal lexemes (quoted)
     table_rules: tuple = ()
@@ -155,6 +173,7 @@ SPECS = {
         comments=("LINE_COMMENT", "BLOCK_COMMENT"),
         whitespace={"WS": _JS_WS, "NL": _JS_NL},
         strings=("STRING",),
+        unsplit=("--", "++"),
     ),
 }
 
@@ -304,13 +323,13 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     full = {n: _dfa(p, n) for n, p in zip(names, grammar.terminal_patterns)}
     prof = {n: (_dfa(p, n) if n in origin else full[n]) for n, p in patterns.items()}
     wb = frozenset(grammar.word_boundary)
-    guards = _guards(full, prof, origin, dropped, wb, where)
+    guards = _guards(full, prof, origin, dropped, wb, where, spec.unsplit)
     for name, forbidden in guards.items():
         patterns[name] = f"(?:{patterns[name]})(?!{_byte_class(forbidden)})"
         prof[name] = _dfa(patterns[name], name)
     for name in set(origin) | set(guards):
         _check_subset(prof[name], full[origin.get(name, name)], name, where)
-    again = _guards(full, prof, origin, dropped, wb, where)
+    again = _guards(full, prof, origin, dropped, wb, where, spec.unsplit)
     if again:  # the guards are a fixpoint by construction; this is the proof
         raise GrammarError(f"{where}: internal error, lookahead guards did not converge "
                            f"({', '.join(again)})", where=where, construct="profile")
@@ -469,7 +488,7 @@ def _ends_in(dfa, byte_set):
     return [bool(row.any()) and not (row & ~ok).any() for row in into]
 
 
-def _guards(full, prof, origin, dropped, wb, where):
+def _guards(full, prof, origin, dropped, wb, where, unsplit=()):
     """Bytes each profile terminal must not be followed by (invariants 2 and 3): ``{name: set}``."""
     guards = {}
     # 2. same cuts: pair every profile terminal v with the original u of every replaced or
@@ -504,6 +523,14 @@ def _guards(full, prof, origin, dropped, wb, where):
                             raise GrammarError(f"{where}: cannot forbid non-ASCII byte {b2:#x} after "
                                                f"{v}", where=v, construct="profile comment")
                         guards.setdefault(v, set()).add(b2)
+    # 5. the engine's own tokens are never split: a one-byte lexeme "a" is not
+    # followed by "b" when the engine reads "ab" as one token (JavaScript "--").
+    for pair in unsplit:
+        b1, b2 = pair.encode()
+        for v, dv in prof.items():
+            s = int(dv.trans[0, b1])
+            if s >= 0 and dv.can_end(s, b2):
+                guards.setdefault(v, set()).add(b2)
     return guards
 
 

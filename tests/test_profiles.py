@@ -98,6 +98,12 @@ def test_spec_names_terminals_that_exist(name):
                            f"longer has: {sorted(named - have)}")
     ignore = {n for n, i in zip(full(name).terminal_names, full(name).terminal_is_ignore) if i}
     assert set(spec.comments) <= ignore
+    if spec.table_rules:  # the tables= option names rules too
+        rules = set(full(name).nonterminal_names)
+        assert set(spec.table_rules) | {spec.table_symbol} <= rules, (
+            f"profiles.SPECS[{name!r}] names rules grammars/{name}.lark no longer has: "
+            f"{sorted((set(spec.table_rules) | {spec.table_symbol}) - rules)}")
+        assert {spec.name_terminal, spec.quoted_name_terminal} <= have
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -142,6 +148,8 @@ def test_builtin_profile_options():
         Grammar.builtin("sql", profile="generate", max_string=0)
     with pytest.raises(cfgmask.ConfigurationError):
         Grammar.builtin("sql", profile="full", fence=False)
+    with pytest.raises(cfgmask.ConfigurationError):
+        Grammar.builtin("sql", fence=False)
 
 
 # ------------------------------------------------- rewritten terminal patterns
@@ -224,6 +232,10 @@ CASES = [
     ("javascript", "x = {get\n a() {}}", False),
     ("javascript", "(a)\n=> 1", False),
     ("javascript", "s = 'a\\\nb'", False),                # line continuation inside a string
+    ("javascript", "x = (a)--b", False),                # node reads `(a)-- b`
+    ("javascript", "x = (a)++b", False),
+    ("javascript", "x = (a) - -b + +c", True),
+    ("javascript", "x = a--", True),
     ("json", '{"a": [1, 2], "b": {"c": null}}', True),
     ("json", '{\n  "a": 1,\n  "b": [\n    true\n  ]\n}', True),
     ("json", '```json\n{"a": 1}\n```', True),
@@ -358,10 +370,42 @@ class ProfileSampler(Sampler):
             except (lark.exceptions.LarkError, UnicodeDecodeError) as e:
                 failures.append(f"the full grammar (Lark) rejects {body!r}: {type(e).__name__}: "
                                 f"{str(e)[:200]}")
-            st = self.full_ref.push_bytes(self.full_ref.initial(), body)
-            if not self.full_ref.eos_allowed(st):
-                failures.append(f"the full grammar (greedy lexing) rejects {body!r}")
+            why = self._full_greedy_rejects(body)
+            if why:
+                failures.append(f"the full grammar (greedy lexing) rejects {body!r}: {why}")
         return docs, unfinished, failures
+
+    def _full_greedy_rejects(self, body):
+        """Why the full grammar under greedy lexing refuses ``body`` (``None``: it accepts it).
+
+        One refusal is the full grammar's own: its whitespace terminal reads
+        the first byte of a non-ASCII space (U+00A0, U+2000, U+3000, ...)
+        greedily, so whitespace followed by a character sharing that byte
+        (`x = あ`, `x = µ`) dies there, although Lark and JavaScript accept
+        it.  The profile's whitespace ends before such a byte (no lookahead
+        can forbid a non-ASCII byte), so it accepts those documents; they are
+        excused here (docs/generation.md, "Generation profiles").
+        """
+        ref, st = self.full_ref, self.full_ref.initial()
+        for i, b in enumerate(body):
+            nxt = ref.push_byte(st, b)
+            if nxt is None:
+                j = i  # the first byte of the character that byte i is in
+                while j > 0 and 0x80 <= body[j] < 0xC0:
+                    j -= 1
+                if body[j] >= 0xC0 and j > 0 and body[j - 1:j] in (b" ", b"\n") and self._ws_lead(body[j]):
+                    return None
+                return f"at byte {i}"
+            st = nxt
+        return None if ref.eos_allowed(st) else "at the end"
+
+    def _ws_lead(self, b):
+        """Is ``b`` the first byte of a character some full-grammar whitespace terminal accepts?"""
+        from cfgmask.regex import compile_regex
+        f = self.full_ref.grammar
+        return any(compile_regex(p, n).trans[0, b] >= 0
+                   for n, p, i in zip(f.terminal_names, f.terminal_patterns, f.terminal_is_ignore)
+                   if i and re.fullmatch(p, " "))
 
 
 @functools.lru_cache(maxsize=None)
@@ -379,15 +423,12 @@ def _sampled(name, n, seed, tables=None):
 
 
 # node errors on documents the *full* JavaScript grammar accepts, for reasons
-# the grammar documents (docs/grammars.md, JavaScript limits) or that are its
-# own (contextual lexing reads `x)--y` as `x) - -y`, JavaScript's tokenizer as
-# `x)-- y`).  The profile only removes documents, so these are not profile
-# failures; every sample is also checked against the full grammar above.
+# the grammar documents (docs/grammars.md, JavaScript limits).  The profile
+# only removes documents, so these are not profile failures; every sample is
+# also checked against the full grammar above.
 _FULL_JS_LIMITS = [
     (re.compile(r"Invalid regular expression"), lambda doc: True),         # regex bodies are not parsed
     (re.compile(r"Invalid or unexpected token"), lambda doc: not doc.isascii()),  # non-ASCII names
-    (re.compile(r"Invalid left-hand side expression in (postfix|prefix) operation"),
-     lambda doc: "--" in doc or "++" in doc),
 ]
 
 
@@ -527,3 +568,12 @@ def test_cli_grammar_source():
     assert src.verify("```sql\nSELECT 1;\n```") is not None      # the full grammar has no fence
     assert GrammarSource("sql").grammar.profile is None
     assert GrammarSource(str(Grammar.builtin_path("sql")), profile="generate").grammar.profile is None
+
+
+def test_non_ascii_after_whitespace():
+    """`x = あ`: the profile accepts it (as do Lark and node); the full grammar's greedy lexing does not."""
+    doc = "x = あ"
+    assert accepts("javascript", "generate", doc) and lark_accepts("javascript", doc)
+    assert not accepts("javascript", "full", doc)  # the full grammar's own limit: see ProfileSampler
+    assert profile_sampler("javascript")._full_greedy_rejects(doc.encode()) is None
+    assert profile_sampler("javascript")._full_greedy_rejects(b"x = 1 +") is not None
