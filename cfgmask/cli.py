@@ -5,8 +5,12 @@ Subcommands:
 * ``cfgmask check GRAMMAR`` — load and compile a grammar's terminals, print
   what cfgmask made of it; exit 2 on a :class:`~cfgmask.GrammarError`.
 * ``cfgmask generate PROMPT`` — constrained generation with the default model
-  (SmolLM2-135M-Instruct) or ``--model``; the output is checked with Lark.
-* ``cfgmask demo`` — the same prompts unconstrained and constrained, side by side.
+  (SmolLM2-135M-Instruct) or ``--model``; a builtin grammar constrains by its
+  generation profile (``--full-language``: the whole language), the printed
+  document has the profile's markdown fence stripped and is checked with Lark.
+* ``cfgmask demo`` — the prompt library (cfgmask/prompts.py) unconstrained,
+  under the full grammar and under the generation profile, side by side, each
+  output judged by the language's engine (cfgmask/judges.py).
 
 Exit codes: 0 success; 1 the output is incomplete (``--max-new-tokens`` ran
 out before the grammar completed, or the model stopped early); 2 bad grammar
@@ -21,6 +25,8 @@ from pathlib import Path
 
 from . import __version__
 from .errors import BudgetExceeded, CfgmaskError, ConfigurationError, DeadEnd, GrammarError
+# the per-grammar default system prompt (cfgmask/prompts.py says why); --system '' turns it off
+from .prompts import SYSTEM as DEFAULT_SYSTEM
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_GRAMMAR, EXIT_INVALID, EXIT_DEADEND = 0, 1, 2, 3, 4
 
@@ -32,12 +38,19 @@ def _err(msg):
 # ------------------------------------------------------------------ grammars
 
 class GrammarSource:
-    """A grammar named on the command line: a builtin name or a ``.lark`` path."""
+    """A grammar named on the command line: a builtin name or a ``.lark`` path.
 
-    def __init__(self, spec, start="start"):
+    ``profile="generate"`` gives a builtin grammar's generation profile
+    (cfgmask/profiles.py); ``.lark`` paths always load the full grammar.
+    :meth:`verify` checks documents with the *full* grammar's Lark parser,
+    after :meth:`document` has stripped the profile's markdown fence.
+    """
+
+    def __init__(self, spec, start="start", profile="full", **profile_options):
         from .grammar import Grammar
         self.spec = spec
         self.start = start
+        self.profile = "full"
         path = Path(spec)
         if path.is_file():
             self.path = path
@@ -51,8 +64,23 @@ class GrammarSource:
                 f"({', '.join(Grammar.builtin_names())})")
         t0 = time.perf_counter()
         self.grammar = Grammar.from_file(self.path, start=start)
+        if profile != "full" and not path.is_file():
+            from . import profiles
+            if profile not in profiles.PROFILE_NAMES:
+                raise ConfigurationError(f"no grammar profile {profile!r}")
+            self.grammar = profiles.apply(self.grammar, spec, **profile_options)
+            self.profile = profile
         self.load_s = time.perf_counter() - t0
         self.text = self.path.read_text(encoding="utf-8")
+
+    @property
+    def label(self):
+        """The grammar's name for messages: ``sql``, ``sql (generation profile)``, a path."""
+        return self.spec + (" (generation profile)" if self.profile != "full" else "")
+
+    def document(self, text):
+        """``text`` without the generation profile's fence (unchanged for full grammars)."""
+        return self.grammar.document(text)
 
     def lark_parser(self):
         """The external oracle: the same text loaded by Lark's Earley parser with the dynamic lexer."""
@@ -119,7 +147,6 @@ class Session:
     def __init__(self, args, grammar_src, quiet=False):
         import torch
         from . import models
-        from .compiler import compile as compile_grammar
         from .vocab import Vocabulary
 
         progress = (lambda msg: None) if quiet else _err
@@ -130,14 +157,21 @@ class Session:
         self.grammar_src = grammar_src
         emb = self.model.get_output_embeddings()
         width = int(emb.weight.shape[0]) if emb is not None else int(self.model.config.vocab_size)
-        t0 = time.perf_counter()
         self.vocab = Vocabulary.from_hf(self.tok, vocab_size=max(width, len(self.tok)))
-        self.compiled = compile_grammar(grammar_src.grammar, self.vocab)
-        self.compile_s = time.perf_counter() - t0
-        progress(f"grammar {grammar_src.spec} compiled against {self.vocab.n_tokens} tokens "
-                 f"in {self.compile_s:.2f} s")
+        self._progress = progress
+        self.compiled = self.compile(grammar_src) if grammar_src is not None else None
         self.eos = self.vocab.eos_token_ids[0] if self.vocab.eos_token_ids else self.tok.eos_token_id
         self.pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else self.eos
+
+    def compile(self, grammar_src):
+        """``grammar_src``'s grammar compiled against the model's vocabulary."""
+        from .compiler import compile as compile_grammar
+        t0 = time.perf_counter()
+        compiled = compile_grammar(grammar_src.grammar, self.vocab)
+        self.compile_s = time.perf_counter() - t0
+        self._progress(f"grammar {grammar_src.label} compiled against {self.vocab.n_tokens} tokens "
+                       f"in {self.compile_s:.2f} s")
+        return compiled
 
     def encode_prompt(self, prompt, system=None, chat=True):
         messages = ([{"role": "system", "content": system}] if system else []) + \
@@ -150,8 +184,10 @@ class Session:
         return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
 
     def generate(self, enc, max_new_tokens, temperature=0.0, constrained=True, track_stats=False,
-                 repetition_penalty=1.0):
-        """Run ``generate``; returns a dict with the output ids, timings and (constrained) the processor."""
+                 repetition_penalty=1.0, compiled=None):
+        """Run ``generate``; returns a dict with the output ids, timings and (constrained) the processor.
+
+        ``compiled``: the grammar to constrain by (default: the session's)."""
         from .hf import GrammarLogitsProcessor
 
         kw = dict(max_new_tokens=max_new_tokens, pad_token_id=self.pad, eos_token_id=self.eos)
@@ -165,7 +201,7 @@ class Session:
             kw.update(do_sample=False)
         proc = None
         if constrained:
-            proc = GrammarLogitsProcessor(self.compiled, eos_token_id=self.eos, pad_token_id=self.pad,
+            proc = GrammarLogitsProcessor(compiled or self.compiled, eos_token_id=self.eos, pad_token_id=self.pad,
                                           track_stats=track_stats)
             kw["logits_processor"] = [proc]
         P = enc["input_ids"].shape[1]
@@ -194,18 +230,14 @@ def _seed(seed):
     torch.manual_seed(seed)
 
 
-# A small model given only a question answers in prose; under the mask its best
-# allowed first token is then often a bare number ("1.1").  Telling it the
-# format up front gets it to open a real document.  --system '' turns this off.
-DEFAULT_SYSTEM = {
-    "json": "You are a helpful assistant. Reply with JSON only.",
-    "sql": "You are a helpful assistant. Reply with one SQLite query only.",
-    "javascript": "You are a helpful assistant. Reply with JavaScript code only.",
-}
-
-
 def cmd_generate(args):
-    src = GrammarSource(args.grammar, start=args.start)
+    profile = "full" if args.full_language else "generate"
+    opts = {}
+    if args.tables:
+        if args.grammar != "sql" or args.full_language:
+            raise ConfigurationError("--tables needs --grammar sql and its generation profile")
+        opts["tables"] = [t.strip() for t in args.tables.split(",") if t.strip()]
+    src = GrammarSource(args.grammar, start=args.start, profile=profile, **opts)
     sess = Session(args, src, quiet=args.quiet)
     _seed(args.seed)
     system = args.system if args.system is not None else DEFAULT_SYSTEM.get(args.grammar)
@@ -231,7 +263,9 @@ def cmd_generate(args):
                  "not a valid document. Raise --max-new-tokens.")
             print(text, file=sys.stderr)
             return EXIT_INCOMPLETE
-    problem = src.verify(text)
+    # the generation profile's markdown fence is not part of the document
+    doc = src.document(text)
+    problem = src.verify(doc)
     if problem is not None:
         _err(f"internal error: the constrained output does not parse with Lark ({problem}); "
              "please report this with the grammar and prompt")
@@ -239,23 +273,12 @@ def cmd_generate(args):
         return EXIT_INVALID
     # a small model likes to pad with whitespace before EOS: drop it when the
     # document still parses without it
-    stripped = text.rstrip()
-    print(stripped if stripped != text and src.verify(stripped) is None else text)
+    stripped = doc.rstrip()
+    print(stripped if stripped != doc and src.verify(stripped) is None else doc)
     return EXIT_OK
 
 
 # ---------------------------------------------------------------------- demo
-
-DEMO_SYSTEM = "You are a helpful assistant. Reply with JSON only."
-DEMO_PROMPTS = [
-    "Describe a cat as JSON.",
-    "Give me a JSON object with the name, capital and population of France.",
-    "List three primary colors as a JSON array.",
-    "Return a JSON object for a book: title, author, year, and a list of genres.",
-    "Make a JSON shopping list with items and quantities.",
-    "Write a JSON user profile with id, username, email and an is_active flag.",
-]
-
 
 def _extract_json(text):
     """The first balanced ``{...}``/``[...]`` span of ``text`` (what a lenient caller would try)."""
@@ -287,61 +310,115 @@ def _closes_top_level(text):
     return _extract_json(text) is not None
 
 
+DEMO_LANES = ("unconstrained", "full", "generate")
+_LANE_TITLES = {"unconstrained": "unconstrained", "full": "full language", "generate": "generation profile"}
+
+
+def _demo_lanes(args):
+    if args.full_language:
+        return ("unconstrained", "full")
+    lanes = tuple(x.strip() for x in args.lanes.split(",") if x.strip())
+    bad = [x for x in lanes if x not in DEMO_LANES]
+    if bad or not lanes:
+        raise ConfigurationError(f"--lanes: {', '.join(bad) or 'none given'}; choose from {', '.join(DEMO_LANES)}")
+    return lanes
+
+
 def cmd_demo(args):
-    src = GrammarSource(args.grammar)
-    sess = Session(args, src)
-    prompts = DEMO_PROMPTS[: args.prompts]
-    lanes = (("unconstrained", False), ("constrained", True))
-    acc = {lane: dict(t=0.0, n=0, parses=0, extract=0, closes=0, cut=0, over=0, checked=0, mask_s=0.0,
-                      steps=0) for lane, _ in lanes}
-    samples = []
-    # lanes alternate per prompt, so that machine load drifts hit both alike
-    for k, prompt in enumerate(prompts):
-        enc = sess.encode_prompt(prompt, system=DEMO_SYSTEM)
-        for lane, constrained in lanes:
+    """The same prompts through each lane (unconstrained, full language, generation profile), one table per grammar."""
+    import datetime
+    from . import judges
+    from .prompts import PROMPTS
+
+    names = list(PROMPTS) if args.grammar == "all" else [args.grammar]
+    for name in names:
+        if name not in PROMPTS:
+            raise ConfigurationError(f"the demo has prompts for {', '.join(PROMPTS)} (or all), not {name!r}")
+    lanes = _demo_lanes(args)
+    sess = Session(args, None)
+    command = "cfgmask " + " ".join(args.argv)
+    print(f"{command}  ({datetime.date.today().isoformat()}; model {sess.info['name']}, greedy, "
+          f"max_new_tokens={args.max_new_tokens}, repetition penalty {args.repetition_penalty})")
+    for name in names:
+        srcs = {lane: GrammarSource(name, profile=lane) for lane in lanes if lane != "unconstrained"}
+        compiled = {lane: sess.compile(src) for lane, src in srcs.items()}
+        full_src = srcs.get("full") or GrammarSource(name)
+        prompts = PROMPTS[name][: args.prompts]
+        system = DEFAULT_SYSTEM[name]
+        acc = {lane: dict(t=0.0, n=0, finished=0, judged=0, both=0, parses=0, over=0, checked=0,
+                          mask_s=0.0, steps=0, na=0) for lane in lanes}
+        samples = []
+        # lanes alternate per prompt, so that machine load drifts hit all alike
+        for k, prompt in enumerate(prompts):
+            enc = sess.encode_prompt(prompt.text, system=system)
+            lane_compiled = dict(compiled)
+            if prompt.schema and "generate" in lanes:
+                # the SQL generation profile knows the prompt's tables (the full language does not)
+                lane_compiled["generate"] = sess.compile(GrammarSource(
+                    name, profile="generate", tables=judges.sql_tables(prompt.schema)))
+            for lane in lanes:
+                a = acc[lane]
+                _seed(args.seed)
+                _err(f"[{name} {k + 1}/{len(prompts)} {lane}] {prompt.text.splitlines()[-1]}")
+                constrained = lane != "unconstrained"
+                res = sess.generate(enc, args.max_new_tokens, constrained=constrained, track_stats=True,
+                                    repetition_penalty=args.repetition_penalty,
+                                    compiled=lane_compiled.get(lane))
+                text = res["text"]
+                if constrained:
+                    finished = bool(res["complete"])
+                    doc = srcs[lane].document(text)
+                else:
+                    finished = bool(res["ended"])
+                    doc = judges.extract_document(text)
+                parses = full_src.verify(doc) is None
+                if constrained and finished and not parses:
+                    _err(f"internal error: constrained output does not parse with Lark: {text!r}")
+                    return EXIT_INVALID
+                try:
+                    verdict = judges.judge(name, doc, prompt.schema)
+                except ConfigurationError as e:
+                    verdict = e
+                    a["na"] += 1
+                passed = verdict is None
+                a["finished"] += finished
+                a["judged"] += passed
+                a["both"] += finished and passed
+                a["parses"] += parses
+                a["t"] += res["time_s"]
+                a["n"] += res["n_tokens"]
+                if res["proc"] is not None:
+                    st = res["proc"].stats
+                    a["over"] += st["overruled"]
+                    a["checked"] += st["overrule_checked"]
+                    a["mask_s"] += st["fill_s"] + st["apply_s"]
+                    a["steps"] += st["steps"]
+                samples.append((lane, prompt, text, finished, verdict))
+        n = len(prompts)
+        rows = []
+        for lane in lanes:
             a = acc[lane]
-            _seed(args.seed)
-            _err(f"[{k + 1}/{len(prompts)} {lane}] {prompt}")
-            res = sess.generate(enc, args.max_new_tokens, constrained=constrained, track_stats=True,
-                                repetition_penalty=args.repetition_penalty)
-            text = res["text"]
-            ok = src.verify(text.strip() if not constrained else text) is None
-            if constrained and res["complete"] and not ok:
-                _err(f"internal error: constrained output does not parse with Lark: {text!r}")
-                return EXIT_INVALID
-            ex = _extract_json(text)
-            a["parses"] += ok
-            a["extract"] += ok or (ex is not None and src.verify(ex) is None)
-            a["closes"] += _closes_top_level(text)
-            a["cut"] += not res["ended"] and res["n_tokens"] >= args.max_new_tokens
-            a["t"] += res["time_s"]
-            a["n"] += res["n_tokens"]
-            if res["proc"] is not None:
-                st = res["proc"].stats
-                a["over"] += st["overruled"]
-                a["checked"] += st["overrule_checked"]
-                a["mask_s"] += st["fill_s"] + st["apply_s"]
-                a["steps"] += st["steps"]
-            samples.append((lane, prompt, text))
-    n = len(prompts)
-    rows = []
-    for lane, _ in lanes:
-        a = acc[lane]
-        rows.append((lane, f"{a['parses']}/{n}", f"{a['extract']}/{n}", f"{a['closes']}/{n}", f"{a['cut']}/{n}",
-                     f"{a['over']}/{a['checked']} ({100.0 * a['over'] / a['checked']:.0f}%)" if a["checked"] else "-",
-                     f"{1e3 * a['t'] / max(a['n'], 1):.1f}",
-                     f"{1e6 * a['mask_s'] / a['steps']:.0f}" if a["steps"] else "-", str(a["n"])))
-    samples.sort(key=lambda s: s[0] == "constrained")
-    head = ("lane", "parses as-is", "parses after extracting {...}", "closes top level",
-            "cut at max-new-tokens", "mask overruled top-1", "ms/token", "mask us/step", "tokens")
-    print(f"model {sess.info['name']}, grammar {args.grammar}, greedy, max_new_tokens="
-          f"{args.max_new_tokens}, repetition penalty {args.repetition_penalty}, {len(prompts)} prompts, "
-          f"system prompt: {DEMO_SYSTEM!r}\n")
-    print(_table(head, rows))
-    if args.verbose:
-        for lane, prompt, text in samples:
-            print(f"\n--- {lane}: {prompt}\n{text}")
+            rows.append((_LANE_TITLES[lane], f"{a['finished']}/{n}",
+                         f"{a['judged']}/{n}" + (" (judge n/a)" if a["na"] else ""), f"**{a['both']}/{n}**",
+                         f"{a['parses']}/{n}",
+                         f"{a['over']}/{a['checked']} ({100.0 * a['over'] / a['checked']:.0f}%)"
+                         if a["checked"] else "-",
+                         f"{1e3 * a['t'] / max(a['n'], 1):.1f}",
+                         f"{1e6 * a['mask_s'] / a['steps']:.0f}" if a["steps"] else "-", str(a["n"])))
+        head = ("lane", "finished within the token budget", "passes the engine judge", "finished and passes",
+                "parses (full grammar, Lark)", "mask overruled top-1", "ms/token", "mask us/step", "tokens")
+        print(f"\n{name}: {n} prompts, system prompt {system!r}, judge: {_JUDGE_NAMES[name]}\n")
+        print(_table(head, rows))
+        if args.verbose:
+            for lane, prompt, text, finished, verdict in samples:
+                v = "passes" if verdict is None else f"fails: {str(verdict)[:120]}"
+                print(f"\n--- {name} / {_LANE_TITLES[lane]} ({'finished' if finished else 'cut'}, {v}): "
+                      f"{prompt.text.splitlines()[-1]}\n{text}")
     return EXIT_OK
+
+
+_JUDGE_NAMES = {"json": "json.loads", "sql": "SQLite prepares it against the prompt's schema",
+                "javascript": "node --check (script or module)"}
 
 
 def _table(head, rows):
@@ -384,6 +461,11 @@ def build_parser():
                    help="system message for the chat template (default for builtin grammars: "
                         "'Reply with JSON only.' and the like; '' for none)")
     p.add_argument("--no-chat-template", action="store_true", help="feed the prompt as plain text")
+    p.add_argument("--full-language", action="store_true",
+                   help="constrain by the whole language of a builtin grammar (comments, any whitespace, "
+                        "no fence) instead of its generation profile (cfgmask/profiles.py)")
+    p.add_argument("--tables", default=None, metavar="T1,T2,...",
+                   help="SQL: the tables that exist; FROM/JOIN/INTO/UPDATE may only name these")
     p.add_argument("--repetition-penalty", type=float, default=1.2,
                    help="transformers' repetition penalty (default 1.2: the 135M default model loops "
                         "without it; 1 turns it off)")
@@ -391,13 +473,18 @@ def build_parser():
     _add_model_args(p)
     p.set_defaults(func=cmd_generate)
 
-    p = sub.add_parser("demo", help="the same JSON prompts unconstrained and constrained, side by side")
-    p.add_argument("--grammar", default="json", help="builtin name or .lark path (default: json)")
+    p = sub.add_parser("demo", help="the demo prompts unconstrained, under the full grammar and under the "
+                                     "generation profile, side by side")
+    p.add_argument("--grammar", default="json",
+                   help="json, sql, javascript or all (default: json); 6 prompts each (cfgmask/prompts.py)")
+    p.add_argument("--lanes", default=",".join(DEMO_LANES),
+                   help=f"comma-separated lanes (default: {','.join(DEMO_LANES)})")
+    p.add_argument("--full-language", action="store_true",
+                   help="only the unconstrained and full-language lanes (no generation profile)")
     p.add_argument("--max-new-tokens", type=int, default=128, help="default 128")
-    p.add_argument("--prompts", type=int, default=len(DEMO_PROMPTS),
-                   help=f"how many of the {len(DEMO_PROMPTS)} prompts to run")
+    p.add_argument("--prompts", type=int, default=6, help="how many of the 6 prompts to run")
     p.add_argument("--repetition-penalty", type=float, default=1.2,
-                   help="applied to both lanes alike (default 1.2; 1 turns it off)")
+                   help="applied to every lane alike (default 1.2; 1 turns it off)")
     p.add_argument("-v", "--verbose", action="store_true", help="print every output")
     _add_model_args(p)
     p.set_defaults(func=cmd_demo)
@@ -407,6 +494,7 @@ def build_parser():
 def main(argv=None):
     ap = build_parser()
     args = ap.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.command is None:
         ap.print_help()
         return EXIT_GRAMMAR

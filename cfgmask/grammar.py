@@ -95,6 +95,7 @@ class Grammar:
         self.word_boundary = bytes(word_boundary)
         self.source = source
         self.rewritten_terminals = {}  # name -> why its Lark regex was replaced (LARK_IDIOMS)
+        self.profile = None  # a cfgmask.profiles.Profile for generation profiles (builtin(profile=...))
         T = len(self.terminal_names)
         lhs, starts, rhs = [], [], []
         for r, (a, body) in enumerate(rules):
@@ -207,12 +208,31 @@ class Grammar:
                              word_boundary=word_boundary, source=str(path))
 
     @classmethod
-    def builtin(cls, name):
-        """One of the bundled grammars: ``"json"``, ``"sql"`` or ``"javascript"``."""
+    def builtin(cls, name, profile=None, **options):
+        """One of the bundled grammars: ``"json"``, ``"sql"`` or ``"javascript"``.
+
+        ``profile=None`` or ``"full"``: the whole language.  ``profile="generate"``:
+        the generation profile (no comments, bounded whitespace, capped quoted
+        names and strings, an optional markdown fence; ``options`` as in
+        :func:`cfgmask.profiles.apply`).  :meth:`document` strips the fence.
+        """
         from .errors import ConfigurationError
         if name not in _BUILTIN_NAMES:
             raise ConfigurationError(f"no builtin grammar {name!r}; choose one of {', '.join(_BUILTIN_NAMES)}")
+        if profile is not None:
+            from . import profiles
+            return profiles.builtin(name, profile, **options)
+        if options:
+            raise ConfigurationError(f"profile options ({', '.join(options)}) need profile='generate'")
         return cls.from_file(_builtin_dir() / f"{name}.lark")
+
+    def document(self, text):
+        """``text`` (str or bytes) without the generation profile's markdown fence, if any.
+
+        The identity for grammars without a fence; for a complete document of
+        a generation profile, the document its full grammar accepts.
+        """
+        return self.profile.strip_fence(text) if self.profile is not None else text
 
     @staticmethod
     def builtin_names():
