@@ -5,7 +5,8 @@ Subcommands:
 * ``cfgmask check GRAMMAR`` — load and compile a grammar's terminals, print
   what cfgmask made of it; exit 2 on a :class:`~cfgmask.GrammarError`.
 * ``cfgmask generate PROMPT`` — constrained generation with the default model
-  (SmolLM2-135M-Instruct) or ``--model``; the output is checked with Lark.
+  (SmolLM2-135M-Instruct) or ``--model``, with jump-forward decoding
+  (:mod:`cfgmask.generate`); the output is checked with Lark.
 * ``cfgmask demo`` — the same prompts unconstrained and constrained, side by side.
 
 Exit codes: 0 success; 1 the output is incomplete (``--max-new-tokens`` ran
@@ -201,21 +202,29 @@ DEFAULT_SYSTEM = {
 }
 
 
+def _generate_jump(sess, enc, args):
+    """``cfgmask.generate`` (jump-forward unless ``--no-jump-forward``) with ``Session.generate``'s result keys."""
+    from .generate import generate
+    r = generate(sess.model, sess.tok, sess.compiled, enc["input_ids"], max_new_tokens=args.max_new_tokens,
+                 temperature=args.temperature, seed=args.seed, jump_forward=not args.no_jump_forward,
+                 repetition_penalty=args.repetition_penalty)
+    return {"text": r.text, "n_tokens": len(r.token_ids), "time_s": r.time_s, "complete": r.complete,
+            "accepting": r.accepting, "ended": r.stop_reason == "eos", "result": r}
+
+
 def cmd_generate(args):
     src = GrammarSource(args.grammar, start=args.start)
     sess = Session(args, src, quiet=args.quiet)
     _seed(args.seed)
     system = args.system if args.system is not None else DEFAULT_SYSTEM.get(args.grammar)
     enc = sess.encode_prompt(args.prompt, system=system or None, chat=not args.no_chat_template)
-    res = sess.generate(enc, args.max_new_tokens, temperature=args.temperature, constrained=True,
-                        track_stats=False, repetition_penalty=args.repetition_penalty)
-    proc = res["proc"]
+    res = _generate_jump(sess, enc, args)
     text = res["text"]
     n = res["n_tokens"]
-    st = proc.stats
+    r = res["result"]
     if not args.quiet:
-        _err(f"{n} tokens in {res['time_s']:.2f} s ({1e3 * res['time_s'] / max(n, 1):.1f} ms/token; "
-             f"mask {1e6 * (st['fill_s'] + st['apply_s']) / max(st['steps'], 1):.0f} us/step)")
+        _err(f"{n} tokens ({r.forced_tokens} forced, {r.model_calls + 1} model calls) in {res['time_s']:.2f} s "
+             f"({1e3 * res['time_s'] / max(n, 1):.1f} ms/token; mask {1e6 * r.mask_s / max(n, 1):.0f} us/token)")
     if not res["complete"]:
         if res["accepting"]:
             if not args.quiet:
@@ -384,6 +393,8 @@ def build_parser():
     p.add_argument("--repetition-penalty", type=float, default=1.2,
                    help="transformers' repetition penalty (default 1.2: the 135M default model loops "
                         "without it; 1 turns it off)")
+    p.add_argument("--no-jump-forward", action="store_true",
+                   help="sample every token (default: text the grammar forces is appended without sampling)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or timing on stderr")
     _add_model_args(p)
     p.set_defaults(func=cmd_generate)
