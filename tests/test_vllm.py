@@ -703,3 +703,77 @@ def test_vllm_loaders_accept_the_processor():
     with pytest.raises(Exception, match="lookbehind") as ei:  # vLLM wraps it in VLLMValidationError
         validate(SamplingParams(extra_args={"cfgmask": {"grammar": "start: /a(?<=b)/"}}))
     assert "GrammarError" in str(ei.value)
+
+
+# ------------------------------------------- scripts/vllm_check.py (no GPU)
+
+@pytest.fixture(scope="module")
+def check_script():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "scripts" / "vllm_check.py"
+    spec = importlib.util.spec_from_file_location("vllm_check", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_check_script_arguments(check_script):
+    a = check_script.parse_args([])
+    assert a.kinds == ["json", "sql", "schema"] and a.requests == 16 and a.runner == "auto"
+    a = check_script.parse_args(["--kinds", "sql", "--requests", "3", "--runner", "v1"])
+    assert a.kinds == ["sql"] and a.requests == 3 and a.runner == "v1"
+    for bad in (["--kinds", "xml"], ["--requests", "0"], ["--runner", "v3"]):
+        with pytest.raises(SystemExit):
+            check_script.parse_args(bad)
+
+
+def test_check_script_requests_pass_admission(check_script):
+    reqs = check_script.build_requests(["json", "sql", "schema"], 5)
+    assert [r.kind for r in reqs].count("sql") == 5 and len(reqs) == 15
+    for r in reqs:
+        cv.GrammarLogitsProcessor.validate_params(SamplingParams(extra_args=r.extra_args))
+    lark_only = check_script.build_requests(["schema"], 1, use_schema=False)[0]
+    assert "grammar" in lark_only.spec  # without Grammar.from_json_schema: the same object as Lark
+    assert check_script.check_admission(
+        lambda ea: cv.GrammarLogitsProcessor.validate_params(SamplingParams(extra_args=ea)))
+    assert not check_script.check_admission(lambda ea: None)  # a validator that accepts everything fails
+
+
+def test_check_script_output_checks(check_script, vocab):
+    S = check_script
+    j, q = S.build_requests(["json"], 1)[0], S.build_requests(["sql"], 1)[0]
+    s = S.build_requests(["schema"], 1, use_schema=False)[0]
+    assert S.check_output(j, '{"a": [1, 2.5, "x"], "b": null}', "stop")[0] == "valid"
+    assert S.check_output(j, '{"a": 1,}', "stop")[0] == "invalid"
+    assert S.check_output(j, '[1, 2]', "stop")[0] == "invalid"  # start=object
+    assert S.check_output(q, "SELECT name FROM singer WHERE age > 30;", "stop")[0] == "valid"
+    assert S.check_output(q, "SELECT nom FROM chanteur;", "stop")[0] == "valid"  # unknown names: still SQL
+    st, detail = S.check_output(q, "SELECT name FROM singer WHERE;", "stop")
+    assert st == "invalid"
+    good = '{"id": 1, "username": "ada", "email": "a@b.c", "age": 36, "is_active": true}'
+    assert S.check_output(s, good, "stop")[0] == "valid"
+    assert S.check_output(s, good.replace("36", "360"), "stop")[0] == "invalid"  # schema: maximum
+    assert S._schema_errors({"id": 1}) != []
+    # cut outputs: the tokens must be a valid prefix
+    compiled = cv._compiled(cv.parse_spec(j.extra_args), vocab)
+    prefix = greedy_tokens(vocab, compiled, b'{"a": [1, ')
+    assert S.check_output(j, "", "length", prefix, compiled)[0] == "cut"
+    bad = greedy_tokens(vocab, compiled, b'{"a": ') + [tok_id(vocab, b"}")]
+    assert S.check_output(j, "", "length", bad, compiled)[0] == "invalid"
+    assert S.check_output(j, good, "abort")[0] == "invalid"
+    checks = [("json", "valid", ""), ("json", "cut", ""), ("sql", "valid", "")]
+    assert S.summarize(checks) == {"json": {"valid": 1, "cut": 1, "invalid": 0},
+                                   "sql": {"valid": 1, "cut": 0, "invalid": 0}}
+    assert S.verdict(checks, 0.97, True) == 0
+    assert S.verdict(checks, 0.90, True) == 1
+    assert S.verdict(checks + [("sql", "invalid", "x")], 1.0, True) == 1
+    assert S.verdict(checks, 1.0, False) == 1
+
+
+def tok_id(vocab, b):
+    return next(i for i, tb in enumerate(vocab.token_bytes) if tb == b)
+
+
+def test_check_script_dry_run(check_script):
+    assert check_script.main(["--dry-run", "--requests", "2"]) == 0
