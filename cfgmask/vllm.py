@@ -360,7 +360,8 @@ class _MaskBatch:
         torch = self.torch
         t0 = time.perf_counter()
         B, V = logits.shape
-        words = (V + 31) // 32
+        # a row is as wide as the wider of the logits and the vocabulary (the kernel ignores the excess)
+        words = max((V + 31) // 32, (self.vocab.vocab_size + 31) // 32)
         host_all = self._buffers(B, words)
         if self._copy_done is not None:
             self._copy_done.synchronize()  # the previous copy out of the pinned buffer has finished
