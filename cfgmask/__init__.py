@@ -19,10 +19,11 @@ _LAZY = {
     "compile": "compiler",
     "CompiledGrammar": "compiler",
     "Matcher": "compiler",
+    "generate": "generate",  # the module, which is callable: cfgmask.generate(model, tok, grammar, prompt, ...)
 }
 
 __all__ = [
-    "Grammar", "Vocabulary", "compile", "CompiledGrammar", "Matcher",
+    "Grammar", "Vocabulary", "compile", "CompiledGrammar", "Matcher", "generate",
     "CfgmaskError", "GrammarError", "ConfigurationError", "BudgetExceeded",
     "TokenRejected", "DeadEnd", "__version__",
 ]
@@ -33,6 +34,7 @@ def __getattr__(name):
     if mod is None:
         raise AttributeError(f"module 'cfgmask' has no attribute {name!r}")
     import importlib
-    value = getattr(importlib.import_module(f".{mod}", __name__), name)
+    module = importlib.import_module(f".{mod}", __name__)
+    value = module if name == mod else getattr(module, name)
     globals()[name] = value
     return value

@@ -7,7 +7,8 @@ Subcommands:
 * ``cfgmask generate PROMPT`` — constrained generation with the default model
   (SmolLM2-135M-Instruct) or ``--model``; a builtin grammar constrains by its
   generation profile (``--full-language``: the whole language), the printed
-  document has the profile's markdown fence stripped and is checked with Lark.
+  document has the profile's markdown fence stripped and is checked with Lark;
+  decoding jumps forward over forced text (:mod:`cfgmask.generate`).
 * ``cfgmask demo`` — the prompt library (cfgmask/prompts.py) unconstrained,
   under the full grammar and under the generation profile, side by side, each
   output judged by the language's engine (cfgmask/judges.py).
@@ -230,6 +231,16 @@ def _seed(seed):
     torch.manual_seed(seed)
 
 
+def _generate_jump(sess, enc, args):
+    """``cfgmask.generate`` (jump-forward unless ``--no-jump-forward``) with ``Session.generate``'s result keys."""
+    from .generate import generate
+    r = generate(sess.model, sess.tok, sess.compiled, enc["input_ids"], max_new_tokens=args.max_new_tokens,
+                 temperature=args.temperature, seed=args.seed, jump_forward=not args.no_jump_forward,
+                 repetition_penalty=args.repetition_penalty)
+    return {"text": r.text, "n_tokens": len(r.token_ids), "time_s": r.time_s, "complete": r.complete,
+            "accepting": r.accepting, "ended": r.stop_reason == "eos", "result": r}
+
+
 def cmd_generate(args):
     profile = "full" if args.full_language else "generate"
     opts = {}
@@ -242,15 +253,13 @@ def cmd_generate(args):
     _seed(args.seed)
     system = args.system if args.system is not None else DEFAULT_SYSTEM.get(args.grammar)
     enc = sess.encode_prompt(args.prompt, system=system or None, chat=not args.no_chat_template)
-    res = sess.generate(enc, args.max_new_tokens, temperature=args.temperature, constrained=True,
-                        track_stats=False, repetition_penalty=args.repetition_penalty)
-    proc = res["proc"]
+    res = _generate_jump(sess, enc, args)
     text = res["text"]
     n = res["n_tokens"]
-    st = proc.stats
+    r = res["result"]
     if not args.quiet:
-        _err(f"{n} tokens in {res['time_s']:.2f} s ({1e3 * res['time_s'] / max(n, 1):.1f} ms/token; "
-             f"mask {1e6 * (st['fill_s'] + st['apply_s']) / max(st['steps'], 1):.0f} us/step)")
+        _err(f"{n} tokens ({r.forced_tokens} forced, {r.model_calls + 1} model calls) in {res['time_s']:.2f} s "
+             f"({1e3 * res['time_s'] / max(n, 1):.1f} ms/token; mask {1e6 * r.mask_s / max(n, 1):.0f} us/token)")
     if not res["complete"]:
         if res["accepting"]:
             if not args.quiet:
@@ -469,6 +478,8 @@ def build_parser():
     p.add_argument("--repetition-penalty", type=float, default=1.2,
                    help="transformers' repetition penalty (default 1.2: the 135M default model loops "
                         "without it; 1 turns it off)")
+    p.add_argument("--no-jump-forward", action="store_true",
+                   help="sample every token (default: text the grammar forces is appended without sampling)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or timing on stderr")
     _add_model_args(p)
     p.set_defaults(func=cmd_generate)

@@ -137,6 +137,20 @@ def test_generate_forced_output(tiny_model_dir, tmp_path, capsys):
     assert "ms/token" in err
 
 
+def test_generate_reports_forced_tokens(tiny_model_dir, tmp_path, capsys):
+    """A grammar with one document is all forced: no model call after the prompt; the step path samples."""
+    g = tmp_path / "fixed.lark"
+    g.write_text('start: "hello, world"\n')
+    rc, out, err = run(capsys, "generate", "--model", str(tiny_model_dir), "--grammar", str(g),
+                       "--max-new-tokens", "20", "--threads", "1", "say hi")
+    assert rc == 0 and out == "hello, world\n", err
+    assert "1 model calls" in err and "forced" in err
+    rc, out, err = run(capsys, "generate", "--model", str(tiny_model_dir), "--grammar", str(g),
+                       "--max-new-tokens", "20", "--threads", "1", "--no-jump-forward", "say hi")
+    assert rc == 0 and out == "hello, world\n", err
+    assert "(0 forced" in err
+
+
 def test_generate_out_of_tokens_exits_1(tiny_model_dir, tmp_path, capsys):
     g = tmp_path / "long.lark"
     g.write_text('start: "the quick brown fox jumps over the lazy dog"\n')
