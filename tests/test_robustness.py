@@ -6,8 +6,7 @@ input raises a cfgmask error naming the cause (original exception as
 ``__cause__``), an error leaves the matcher as it was before the call, and
 masks agree with a fresh replay.
 
-Finding 11b (Leo's optimisation for right recursion) is still open and is
-marked ``xfail(strict=True)``, so that a fix shows as an XPASS.  Crash-type
+Every finding's test must pass; none is expected to fail any more.  Crash-type
 checks run in a subprocess so that a SIGSEGV cannot take pytest down.
 Speed findings (7, 11) are measured in ``benchmarks/bench_robustness.py``;
 here only what is deterministic is checked.
@@ -30,7 +29,6 @@ from cfgmask import (BudgetExceeded, CfgmaskError, ConfigurationError, Grammar, 
 from cfgmask.compiler import Limits
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RUNTIME_PENDING = "runtime fix pending (lead's Cython rewrite, issue 12)"
 
 BYTES = [bytes([i]) for i in range(128)]
 EOS = 128
@@ -504,11 +502,9 @@ def test_f11a_one_huge_token_builds_a_linear_trie():
     assert m.allowed_tokens().tolist() == [0, 1, 3]
 
 
-@pytest.mark.xfail(strict=True, reason=RUNTIME_PENDING + ": 'else if' nesting is right recursion; "
-                   "rows grow by one item set per level (Leo's optimisation keeps them bounded)")
 def test_f11b_else_if_chain_rows_stay_bounded():
     """``if (a) b; else`` x 1,000: with a row budget of 1,000 items the chain must not grow
-    rows linearly (today the budget fires at about 220 levels)."""
+    rows linearly (before Leo's optimisation the budget fired at about 220 levels)."""
     c = cfgmask.compile(Grammar.builtin("javascript"), Vocabulary(BYTES + [None], eos_token_ids=[EOS]),
                         limits=Limits(max_items_per_row=1000))
     m = c.matcher()

@@ -56,10 +56,19 @@ cdef class Rows:
     # per-stack cache of lexer start states by allowed set, in front of the shared table
     cdef uint64_t* sc_keys           # [SC_SLOTS * n_words]
     cdef int32_t* sc_vals            # [SC_SLOTS], -1 empty
+    # Leo memo: (row stamp, row, nonterminal) -> topmost completed item, ptr -1 for none
+    cdef uint64_t* leo_key
+    cdef int32_t* leo_row
+    cdef int32_t* leo_sym
+    cdef int32_t* leo_ptr
+    cdef int32_t* leo_orig
 
     cdef int reset(self) except -1 nogil
     cdef int push_scan(self, int32_t lex_state) except -1 nogil
     cdef int _close_row(self, int32_t k) except -1 nogil
+    cdef bint _leo_top(self, int32_t j, int32_t A, int32_t* ptr_out, int32_t* orig_out) noexcept nogil
+    cdef int64_t _leo_slot(self, int32_t row, int32_t sym) noexcept nogil
+    cdef bint _leo_hit(self, int64_t slot, int32_t row, int32_t sym) noexcept nogil
     cdef int _predict(self, int32_t A, int32_t k) except -1 nogil
     cdef int _add(self, int32_t ptr, int32_t origin) except -1 nogil
     cdef int _grow_items(self, int64_t need) except -1 nogil

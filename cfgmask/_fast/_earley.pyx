@@ -40,6 +40,7 @@ from cfgmask.errors import BudgetExceeded
 cdef enum:
     STAMP_SLOTS = 8192    # canonical-stamp table slots per row stack (a power of two)
     SC_SLOTS = 256        # start-state cache slots per row stack (a power of two)
+    LEO_SLOTS = 4096      # Leo memo slots per row stack (a power of two)
 
 
 cdef int _raise_row_budget(int32_t k, int32_t limit) except -1 nogil:
@@ -188,7 +189,17 @@ cdef class Rows:
         if self.stamp_keys == NULL or self.stamp_vals == NULL or self.sc_keys == NULL or self.sc_vals == NULL:
             raise MemoryError()
         memset(self.sc_vals, 0xFF, sizeof(int32_t) * SC_SLOTS)
-        self.reset()
+        self.leo_key = <uint64_t*>calloc(LEO_SLOTS, sizeof(uint64_t))
+        self.leo_row = <int32_t*>malloc(sizeof(int32_t) * LEO_SLOTS)
+        self.leo_sym = <int32_t*>malloc(sizeof(int32_t) * LEO_SLOTS)
+        self.leo_ptr = <int32_t*>malloc(sizeof(int32_t) * LEO_SLOTS)
+        self.leo_orig = <int32_t*>malloc(sizeof(int32_t) * LEO_SLOTS)
+        if (self.leo_key == NULL or self.leo_row == NULL or self.leo_sym == NULL
+                or self.leo_ptr == NULL or self.leo_orig == NULL):
+            raise MemoryError()
+        memset(self.leo_row, 0xFF, sizeof(int32_t) * LEO_SLOTS)
+        with nogil:
+            self.reset()     # takes the cache lock: never wait for it holding the GIL
 
     def __dealloc__(self):
         free(self.items)
@@ -206,6 +217,11 @@ cdef class Rows:
         free(self.stamp_vals)
         free(self.sc_keys)
         free(self.sc_vals)
+        free(self.leo_key)
+        free(self.leo_row)
+        free(self.leo_sym)
+        free(self.leo_ptr)
+        free(self.leo_orig)
         free(self.predicted_gen)
         free(self.scratch_bits)
 
@@ -387,11 +403,85 @@ cdef class Rows:
             self.row_start[k + 1] = end + n
         return 0
 
+    cdef int64_t _leo_slot(self, int32_t row, int32_t sym) noexcept nogil:
+        cdef uint64_t key = self.row_stamp[row] * 0x100000001B3ULL ^ <uint64_t>sym
+        return <int64_t>((key * 0x9E3779B97F4A7C15ULL) >> 52) & (LEO_SLOTS - 1)
+
+    cdef bint _leo_hit(self, int64_t slot, int32_t row, int32_t sym) noexcept nogil:
+        return (self.leo_row[slot] == row and self.leo_sym[slot] == sym
+                and self.leo_key[slot] == (self.row_stamp[row] * 0x100000001B3ULL ^ <uint64_t>sym))
+
+    cdef bint _leo_top(self, int32_t j, int32_t A, int32_t* ptr_out, int32_t* orig_out) noexcept nogil:
+        """Leo's optimisation: when row ``j`` holds exactly one item waiting on ``A`` and
+        ``A`` is the last symbol of its rule (``B -> beta . A``), completing ``A``
+        from ``j`` only completes that item, and so on down a deterministic chain;
+        write the topmost completed item and return True.
+
+        Each step of the chain is memoised per (row stamp, symbol), so a chain n
+        deep costs O(1) amortised per completion and O(1) items per row instead of
+        O(n).  Steps that stay in one row (rules predicted there) are bounded, so a
+        cycle of unit rules falls back to plain completion."""
+        cdef int32_t path_row[64]
+        cdef int32_t path_sym[64]
+        cdef int32_t n_path = 0, same_row = 0, found, q, cnt, it, k, stuck = -1
+        cdef bint appended
+        cdef int32_t top_ptr = -1, top_orig = -1, row = j, sym = A, prev_row
+        cdef int64_t slot
+        while True:
+            slot = self._leo_slot(row, sym)
+            if self._leo_hit(slot, row, sym):
+                if self.leo_ptr[slot] >= 0:
+                    top_ptr = self.leo_ptr[slot]
+                    top_orig = self.leo_orig[slot]
+                break
+            appended = n_path < 64
+            if appended:
+                path_row[n_path] = row
+                path_sym[n_path] = sym
+                n_path += 1
+            cnt = 0
+            found = -1
+            for q in range(self.row_wait_start[row], self.row_wait_start[row + 1]):
+                it = self.wait[q]
+                if self.g.rhs[self.items[it].ptr] == sym:
+                    cnt += 1
+                    found = it
+                    if cnt > 1:
+                        break
+            if cnt != 1 or self.g.rhs[self.items[found].ptr + 1] >= 0:
+                if appended:
+                    stuck = n_path   # the last pair on the path has no chain of its own
+                break
+            top_ptr = self.items[found].ptr + 1
+            top_orig = self.items[found].origin
+            sym = self.g.rule_lhs[-self.g.rhs[top_ptr] - 1]
+            prev_row = row
+            row = top_orig      # the same row when the rule was predicted there
+            if row == prev_row:
+                same_row += 1
+                if same_row > self.g.n_nonterminals:
+                    top_ptr = -1    # a cycle of unit rules: complete the plain way
+                    break
+            else:
+                same_row = 0
+        for k in range(n_path):
+            slot = self._leo_slot(path_row[k], path_sym[k])
+            self.leo_key[slot] = self.row_stamp[path_row[k]] * 0x100000001B3ULL ^ <uint64_t>path_sym[k]
+            self.leo_row[slot] = path_row[k]
+            self.leo_sym[slot] = path_sym[k]
+            self.leo_ptr[slot] = -1 if k + 1 == stuck else top_ptr
+            self.leo_orig[slot] = top_orig
+        if top_ptr < 0:
+            return False
+        ptr_out[0] = top_ptr
+        orig_out[0] = top_orig
+        return True
+
     cdef int _close_row(self, int32_t k) except -1 nogil:
         """Predict and complete until the row is closed (``n_rows`` must equal ``k``)."""
         cdef int32_t T = self.g.n_terminals
         cdef int32_t i = self.row_start[k]
-        cdef int32_t ptr, sym, origin, A, j, jend, q
+        cdef int32_t ptr, sym, origin, A, j, jend, q, lptr, lorig
         while i < self.row_start[k + 1]:
             origin = self.items[i].origin
             if origin == k:
@@ -400,9 +490,14 @@ cdef class Rows:
             ptr = self.items[i].ptr
             sym = self.g.rhs[ptr]
             if sym < 0:
+                A = self.g.rule_lhs[-sym - 1]
+                if self._leo_top(origin, A, &lptr, &lorig):
+                    # Leo: a deterministic right-recursive chain completes to its top item
+                    self._add(lptr, lorig)
+                    i += 1
+                    continue
                 # only the origin row's waiting items can advance (right recursion
                 # makes rows long with completed items; never rescan those)
-                A = self.g.rule_lhs[-sym - 1]
                 jend = self.row_wait_start[origin + 1]
                 for q in range(self.row_wait_start[origin], jend):
                     j = self.wait[q]

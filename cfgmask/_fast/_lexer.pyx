@@ -57,6 +57,15 @@ cdef inline uint64_t _hash_key(const int32_t* k, int32_t n) noexcept nogil:
     return h ^ (h >> 31)
 
 
+cdef int _raise_too_many_states(int32_t limit) except -1 nogil:
+    # a helper, so that the functions calling it hold no Python object (which would
+    # make every return take the GIL)
+    with gil:
+        from cfgmask.errors import BudgetExceeded
+        raise BudgetExceeded(f"lexer: more than {limit} union-automaton states "
+                             "(raise Limits.max_lexer_states, or make terminals overlap less)")
+
+
 cdef class LazyDFA:
     """Transition table of the union automaton of a grammar's terminals, filled on demand."""
 
@@ -232,10 +241,7 @@ cdef class LazyDFA:
             i = (i + 1) & mask
         s = self.c.n_states
         if s >= self.c.max_states:
-            with gil:
-                from cfgmask.errors import BudgetExceeded
-                raise BudgetExceeded(f"lexer: more than {self.c.max_states} union-automaton states "
-                                     "(raise Limits.max_lexer_states, or make terminals overlap less)")
+            _raise_too_many_states(self.c.max_states)
         # store the key
         if self.pool_n + n > self.pool_cap:
             while self.pool_n + n > self.pool_cap:

@@ -1656,6 +1656,10 @@ cdef class MatcherCore:
     def row_stats(self):
         return self.rows.n_builds, self.rows.distinct_rows
 
+    def row_items(self, int k):
+        """Items ``(ptr, origin)`` of row ``k`` (debugging)."""
+        return self.rows.py_items(k)
+
     def describe(self):
         """Readable state for DeadEnd messages."""
         with nogil:
