@@ -1,0 +1,532 @@
+"""Byte automata the regex pipeline does not build (fast), or cannot (set operations).
+
+Every function returns a :class:`~cfgmask.regex.ByteDFA` with the invariants
+the lexer needs: start state 0, ``-1`` = dead, trimmed (every state can still
+reach an accepting state), no follow restrictions.  They are not always
+minimal; minimality only saves union-automaton states at run time.
+
+Each automaton is registered with :func:`cfgmask.regex.remember_dfa` under a
+pattern text that is an *exact* Python regex for its language, so a
+``Grammar`` stays self-describing:
+
+* literal sets and length-bounded strings: plain regexes that
+  ``compile_regex`` could also build (only slower), memoised;
+* intersections and differences: ``(?=(?:A)\\Z)(?:B)`` and
+  ``(?!(?:A)\\Z)(?:B)``, which Python's ``re`` reads exactly but the byte
+  pipeline refuses (general lookahead), so these are pinned for as long as
+  the grammar that uses them lives;
+* digit automata for ``multipleOf``: no compact regex exists, the pattern is
+  a comment naming the language followed by ``(?!)`` (the empty language), so
+  that a lost automaton fails closed.
+
+Why the direct constructions are exact is stated next to each one.
+"""
+
+import numpy as np
+
+from ..regex import ByteDFA, compile_regex, remember_dfa
+from . import strings as S
+
+_QUOTE = 0x22
+
+
+# ------------------------------------------------------------------ basics
+
+def empty_dfa(pattern="(?!)"):
+    return ByteDFA(np.full((1, 256), -1, np.int32), np.zeros(1, bool), pattern=pattern)
+
+
+def is_empty(dfa):
+    return not bool(dfa.accepting.any())
+
+
+def _finish(trans, accepting, pattern, minimize=True):
+    """Trim, renumber breadth-first from 0 and (small ones) minimise."""
+    trans = np.asarray(trans, np.int32)
+    accepting = np.asarray(accepting, bool)
+    live = _co_reachable(trans, accepting)
+    if not live[0]:
+        return empty_dfa(pattern)
+    trans = np.where((trans >= 0) & live[np.maximum(trans, 0)], trans, -1)
+    if minimize and trans.shape[0] <= 4000:
+        trans, accepting = _moore(trans, accepting)
+    trans, accepting = _bfs_renumber(trans, accepting)
+    return ByteDFA(trans, accepting, pattern=pattern)
+
+
+def _co_reachable(trans, accepting):
+    n = trans.shape[0]
+    src, cols = np.nonzero(trans >= 0)
+    dst = trans[src, cols]
+    order = np.argsort(dst, kind="stable")
+    src_sorted = src[order]
+    starts = np.searchsorted(dst[order], np.arange(n + 1))
+    live = accepting.copy()
+    frontier = np.flatnonzero(live)
+    while frontier.size:
+        preds = np.concatenate([src_sorted[starts[s]:starts[s + 1]] for s in frontier.tolist()])
+        preds = np.unique(preds)
+        preds = preds[~live[preds]]
+        live[preds] = True
+        frontier = preds
+    return live
+
+
+def _bfs_renumber(trans, accepting):
+    n = trans.shape[0]
+    new_id = np.full(n, -1, np.int64)
+    new_id[0] = 0
+    order = [0]
+    i = 0
+    while i < len(order):
+        row = trans[order[i]]
+        for t in np.unique(row[row >= 0]).tolist():
+            if new_id[t] < 0:
+                new_id[t] = len(order)
+                order.append(t)
+        i += 1
+    order = np.asarray(order, np.int64)
+    sub = trans[order]
+    sub = np.where(sub >= 0, new_id[np.maximum(sub, 0)], -1).astype(np.int32)
+    return np.ascontiguousarray(sub), accepting[order]
+
+
+def _moore(trans, accepting):
+    """Moore partition refinement on byte classes (vectorised)."""
+    cols, inverse = np.unique(trans, axis=1, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    block = accepting.astype(np.int64)
+    n_blocks = len(np.unique(block))
+    while True:
+        tgt = np.where(cols >= 0, block[np.maximum(cols, 0)], -1)
+        sig = np.concatenate([block[:, None], tgt], axis=1)
+        _, new_block = np.unique(sig, axis=0, return_inverse=True)
+        new_block = new_block.reshape(-1)
+        m = int(new_block.max()) + 1
+        if m == n_blocks:
+            break
+        block, n_blocks = new_block, m
+    # one representative per block
+    reps = np.full(n_blocks, -1, np.int64)
+    reps[block[::-1]] = np.arange(len(block))[::-1]
+    small = cols[reps]
+    small = np.where(small >= 0, block[np.maximum(small, 0)], -1)
+    # block of the start state must become 0: _bfs_renumber does that
+    start_block = block[0]
+    perm = np.arange(n_blocks)
+    perm[[0, start_block]] = perm[[start_block, 0]]
+    inv = np.argsort(perm)
+    small = np.where(small >= 0, inv[np.maximum(small, 0)], -1)[perm]
+    full = small[:, inverse]
+    return full.astype(np.int32), accepting[reps][perm]
+
+
+def accepts(dfa, data):
+    return dfa.matches(data)
+
+
+# -------------------------------------------------------------- products
+
+def product(a, b, mode, pattern):
+    """``a`` and ``b`` (``"and"``), ``a`` and not ``b`` (``"minus"``) or either (``"or"``)."""
+    na, nb = a.n_states, b.n_states
+    # explicit non-accepting sinks (index na / nb) stand for "dead on this side"
+    A = np.vstack([a.trans, np.full((1, 256), na, np.int32)])
+    A = np.where(A < 0, na, A)
+    B = np.vstack([b.trans, np.full((1, 256), nb, np.int32)])
+    B = np.where(B < 0, nb, B)
+    a_acc = np.concatenate([a.accepting, [False]])
+    b_acc = np.concatenate([b.accepting, [False]])
+    width = nb + 1
+    ids = {0: 0}
+    pa, pb = [0], [0]
+    rows = []
+    frontier = np.array([0], np.int64)
+    while frontier.size:
+        ta = A[np.asarray(pa, np.int64)[frontier]]
+        tb = B[np.asarray(pb, np.int64)[frontier]]
+        if mode == "and":
+            ok = (ta != na) & (tb != nb)
+        elif mode == "minus":
+            ok = ta != na
+        else:
+            ok = (ta != na) | (tb != nb)
+        codes = np.where(ok, ta.astype(np.int64) * width + tb, -1)
+        new = []
+        for code in np.unique(codes[codes >= 0]).tolist():
+            if code not in ids:
+                ids[code] = len(pa)
+                pa.append(code // width)
+                pb.append(code % width)
+                new.append(ids[code])
+        keys = np.fromiter(ids.keys(), np.int64, len(ids))
+        vals = np.fromiter(ids.values(), np.int64, len(ids))
+        order = np.argsort(keys)
+        keys, vals = keys[order], vals[order]
+        pos = np.minimum(np.searchsorted(keys, np.maximum(codes, 0)), len(keys) - 1)
+        rows.append((frontier, np.where(codes >= 0, vals[pos], -1)))
+        frontier = np.asarray(new, np.int64)
+        if len(pa) > 200_000:
+            from .errors import Unsupported
+            raise Unsupported("string", "the intersection automaton is too large")
+    n = len(pa)
+    trans = np.full((n, 256), -1, np.int32)
+    for fr, mapped in rows:
+        trans[fr] = mapped
+    acc_a = a_acc[np.asarray(pa)]
+    acc_b = b_acc[np.asarray(pb)]
+    if mode == "and":
+        accepting = acc_a & acc_b
+    elif mode == "minus":
+        accepting = acc_a & ~acc_b
+    else:
+        accepting = acc_a | acc_b
+    return _finish(trans, accepting, pattern)
+
+
+def union(a, a_text, b, b_text, owner):
+    """``a`` or ``b``, registered under ``(?:A|B)`` (exact whenever A and B are)."""
+    text = f"(?:{a_text}|{b_text})"
+    cached = _lookup(text)
+    if cached is None:
+        cached = product(a, b, "or", text)
+    _pin(text, cached, owner)
+    return cached, text
+
+
+def intersect_all(dfas, texts, owner):
+    """Intersection of ``dfas`` (``texts`` their patterns), pinned under an exact lookahead text."""
+    if len(dfas) == 1:
+        return dfas[0], texts[0]
+    text = "".join(f"(?=(?:{t})\\Z)" for t in texts[1:]) + f"(?:{texts[0]})"
+    cached = _lookup(text)
+    if cached is not None:
+        _pin(text, cached, owner)
+        return cached, text
+    dfa = dfas[0]
+    for other in dfas[1:]:
+        dfa = product(dfa, other, "and", text)
+    _pin(text, dfa, owner)
+    return dfa, text
+
+
+def subtract(a, a_text, b, b_text, owner):
+    """``a`` minus ``b``, pinned under ``(?!(?:B)\\Z)(?:A)``."""
+    text = f"(?!(?:{b_text})\\Z)(?:{a_text})"
+    cached = _lookup(text)
+    if cached is None:
+        cached = product(a, b, "minus", text)
+    _pin(text, cached, owner)
+    return cached, text
+
+
+def _lookup(text):
+    from .. import regex
+    entry = regex._DFA_PINNED.get(text)
+    if entry is not None:
+        return entry[0]
+    return regex._DFA_MEMO.get(text)
+
+
+def _pin(text, dfa, owner):
+    if owner is None:
+        remember_dfa(text, dfa)
+    else:
+        owner.append((text, dfa))
+
+
+# ------------------------------------------------- JSON string constructions
+
+_G = None
+
+
+def json_char_dfa():
+    """The DFA of one JSON string character (``strings.JSON_CHAR``) and its final state.
+
+    Minimal and single-character, so it has exactly one accepting state and
+    that state has no transitions; the constructions below loop it back to
+    the start to read the next character.
+    """
+    global _G
+    if _G is None:
+        g = compile_regex(S.JSON_CHAR, name="JSON_CHAR")
+        finals = np.flatnonzero(g.accepting)
+        assert len(finals) == 1 and (g.trans[finals[0]] < 0).all(), "JSON_CHAR is not single-character"
+        _G = (g.trans, int(finals[0]))
+    return _G
+
+
+def bounded_string_dfa(lo, hi, quoted=True):
+    """JSON strings (quotes included) whose value has ``lo`` to ``hi`` characters.
+
+    Layered copy of the one-character automaton: layer ``i`` = ``i``
+    characters read.  Exact because the character automaton reads exactly
+    one decoded character per pass (see ``strings.chars_text``).
+    Registered under ``"(?:C){lo,hi}"``; ``quoted=False``: the string body
+    only (chunks of long strings), ``(?:C){lo,hi}``.
+    """
+    text = f'"{S.JSON_CHAR}{{{lo},{hi}}}"' if quoted else f'{S.JSON_CHAR}{{{lo},{hi}}}'
+    cached = _lookup(text)
+    if cached is not None:
+        return cached, text
+    gtrans, gfinal = json_char_dfa()
+    k = gtrans.shape[0]
+    # state ids: 0 = before the opening quote, 1 = after the closing quote,
+    # 2 + i*k + g = layer i, char-automaton state g
+    if not quoted:
+        # layer i = i characters read; layer i's start state accepts when i >= lo
+        n = (hi + 1) * k
+        trans = np.full((n, 256), -1, np.int32)
+        accepting = np.zeros(n, bool)
+        for i in range(hi + 1):
+            base = i * k
+            layer = np.where(gtrans >= 0, gtrans + base, -1)
+            nxt = (i + 1) * k if i < hi else -1
+            layer = np.where(gtrans == gfinal, nxt, layer)
+            trans[base:base + k] = layer
+            accepting[base] = i >= lo
+        dfa = _finish(trans, accepting, text, minimize=False)
+        remember_dfa(text, dfa)
+        return dfa, text
+    n = 2 + (hi + 1) * k
+    trans = np.full((n, 256), -1, np.int32)
+    trans[0, _QUOTE] = 2
+    for i in range(hi + 1):
+        base = 2 + i * k
+        layer = np.where(gtrans >= 0, gtrans + base, -1)
+        if i < hi:
+            layer = np.where(gtrans == gfinal, 2 + (i + 1) * k, layer)
+        else:
+            layer = np.where(gtrans == gfinal, -1, layer)
+        trans[base:base + k] = layer
+        if i >= lo:
+            trans[base, _QUOTE] = 1
+    accepting = np.zeros(n, bool)
+    accepting[1] = True
+    dfa = _finish(trans, accepting, text, minimize=False)
+    remember_dfa(text, dfa)
+    return dfa, text
+
+
+def _spellings(c):
+    """Every spelling of the character ``c`` as a list of byte sets (hex letters: both cases)."""
+    cp = ord(c)
+    out = []
+    if not (cp < 0x20 or cp in (0x22, 0x5C)):
+        out.append([frozenset([b]) for b in c.encode("utf-8")])
+    short = S._SHORT_ESCAPES.get(cp)
+    if short is not None:
+        out.append([frozenset([0x5C]), frozenset([ord(short[-1])])])
+
+    def hex_sets(v):
+        res = []
+        for ch in f"{v:04x}":
+            res.append(frozenset({ord(ch), ord(ch.upper())}))
+        return res
+    if cp < 0x10000:
+        out.append([frozenset([0x5C]), frozenset([0x75])] + hex_sets(cp))
+    else:
+        v = cp - 0x10000
+        hi, lo = 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)
+        out.append([frozenset([0x5C]), frozenset([0x75])] + hex_sets(hi) +
+                   [frozenset([0x5C]), frozenset([0x75])] + hex_sets(lo))
+    return out
+
+
+def literal_set_dfa(values, complement=False):
+    """JSON strings whose value is in ``values`` (or, ``complement``, is not).
+
+    States: a trie over the decoded values, and between a node and each child
+    a small trie of that character's spellings (byte sets; sibling sets are
+    equal or disjoint, so it stays deterministic).  In complement mode every
+    byte that leaves the spelling tries continues in a copy of the generic
+    character automaton ("free" states: the value already differs from every
+    member), paired with the state the generic automaton would be in.
+    """
+    values = sorted(set(values))
+    for v in values:
+        S._check_scalar_values(v)
+    if complement and not values:
+        return compile_regex(S.ANY_STRING, name="string"), S.ANY_STRING
+    body = "|".join(S.literal_body(v) for v in values) if values else "(?!)"
+    lit_text = f'"(?:{body})"'
+    text = f'(?!{lit_text}\\Z){S.ANY_STRING}' if complement else lit_text
+    cached = _lookup(text)
+    if cached is not None:
+        return cached, text
+    gtrans, gfinal = json_char_dfa()
+    k = gtrans.shape[0]
+    rows = []        # transition rows (lists of 256 ints)
+    accepting = []
+
+    def new_state(default_row=None):
+        rows.append(list(default_row) if default_row is not None else [-1] * 256)
+        accepting.append(False)
+        return len(rows) - 1
+
+    start = new_state()
+    final = new_state()
+    accepting[final] = True
+    free = []
+    if complement:
+        # free[g]: the value is already outside the set, generic char state g
+        free = [new_state() for _ in range(k)]
+        for g in range(k):
+            row = rows[free[g]]
+            for b in range(256):
+                t = int(gtrans[g, b])
+                if t >= 0:
+                    row[b] = free[0] if t == gfinal else free[t]
+        rows[free[0]][_QUOTE] = final
+
+    def default_row(g):
+        if not complement:
+            return None
+        row = [-1] * 256
+        for b in range(256):
+            t = int(gtrans[g, b])
+            if t >= 0:
+                row[b] = free[0] if t == gfinal else free[t]
+        return row
+
+    default_rows = {}
+
+    def row_for(g):
+        if not complement:
+            return None
+        if g not in default_rows:
+            default_rows[g] = default_row(g)
+        return default_rows[g]
+
+    # trie over decoded values
+    trie = {}
+    for v in values:
+        node = trie
+        for c in v:
+            node = node.setdefault(c, {})
+        node[None] = True
+
+    def build(node):
+        """State for a char boundary at trie ``node``."""
+        st = new_state(row_for(0))
+        if None in node:
+            rows[st][_QUOTE] = -1 if complement else final
+        elif complement:
+            rows[st][_QUOTE] = final
+        # spelling trie: dict of byte-set -> (sub-dict, char) ; walk with g states
+        spell = {}
+        for c, child in node.items():
+            if c is None:
+                continue
+            target = build(child)
+            for sp in _spellings(c):
+                cur = spell
+                for i, bs in enumerate(sp):
+                    nxt = cur.setdefault(bs, [{}, None])
+                    if i == len(sp) - 1:
+                        nxt[1] = target
+                    cur = nxt[0]
+        _emit(st, spell, 0)
+        return st
+
+    def _emit(st, spell, g):
+        for bs, (sub, target) in spell.items():
+            b0 = next(iter(bs))
+            g2 = int(gtrans[g, b0])
+            if target is not None:
+                dst = target
+            else:
+                dst = new_state(row_for(g2))
+                _emit(dst, sub, g2)
+            for b in bs:
+                rows[st][b] = dst
+
+    root = build(trie)
+    rows[start][_QUOTE] = root
+    dfa = _finish(np.array(rows, np.int32), np.array(accepting, bool), text,
+                  minimize=len(rows) <= 4000)
+    if complement:
+        return dfa, text  # the caller pins it (lookahead text)
+    remember_dfa(text, dfa)
+    return dfa, text
+
+
+# ------------------------------------------------------------------ numbers
+
+def _digits_mod_dfa(k, allow_negative=True):
+    """Decimal integer texts ``-?(0|[1-9][0-9]*)`` whose value is a multiple of ``k``."""
+    # states: 0 start, 1 after '-', 2 the number 0 (complete), 3 + r: nonzero prefix with residue r
+    n = 3 + k
+    trans = np.full((n, 256), -1, np.int32)
+    if allow_negative:
+        trans[0, ord("-")] = 1
+    for s in (0, 1):
+        if s == 0:
+            trans[s, ord("0")] = 2
+        for d in range(1, 10):
+            trans[s, ord("0") + d] = 3 + d % k
+    for r in range(k):
+        for d in range(10):
+            trans[3 + r, ord("0") + d] = 3 + (10 * r + d) % k
+    accepting = np.zeros(n, bool)
+    accepting[2] = True
+    accepting[3] = True
+    return trans, accepting
+
+
+def integer_multiple_dfa(k, range_dfa, range_text, owner, description):
+    """Integer texts in ``range_dfa``'s language that are multiples of ``k``."""
+    text = f"(?#cfgmask automaton: {description})(?!)"
+    cached = _lookup(text)
+    if cached is None:
+        trans, acc = _digits_mod_dfa(k)
+        mod = ByteDFA(trans, acc, pattern=text)
+        cached = product(range_dfa, mod, "and", text)
+    _pin(text, cached, owner)
+    return cached, text
+
+
+def _decimal_mod_dfa(p, j):
+    """Plain decimal texts whose value times 10**j is a multiple of ``p`` (j >= 1)."""
+    # states: 0 start, 1 after '-', 2 int part "0", 3+r: non-zero int part with residue r,
+    # then per residue r and fraction position pos (0..j): F(r, pos) = 3 + p + r*(j+1) + pos
+    base = 3 + p
+    n = base + p * (j + 1)
+    trans = np.full((n, 256), -1, np.int32)
+    accepting = np.zeros(n, bool)
+    digit = [ord("0") + d for d in range(10)]
+
+    def F(r, pos):
+        return base + r * (j + 1) + pos
+    trans[0, ord("-")] = 1
+    for s0 in (0, 1):
+        trans[s0, digit[0]] = 2
+        for d in range(1, 10):
+            trans[s0, digit[d]] = 3 + d % p
+    for r in range(p):
+        for d in range(10):
+            trans[3 + r, digit[d]] = 3 + (10 * r + d) % p
+        trans[3 + r, ord(".")] = F(r, 0)
+        accepting[3 + r] = (r * 10 ** j) % p == 0
+    trans[2, ord(".")] = F(0, 0)
+    accepting[2] = True
+    for r in range(p):
+        for pos in range(j):
+            for d in range(10):
+                trans[F(r, pos), digit[d]] = F((10 * r + d) % p, pos + 1)
+            if pos > 0:
+                accepting[F(r, pos)] = (r * 10 ** (j - pos)) % p == 0
+        trans[F(r, j), digit[0]] = F(r, j)
+        accepting[F(r, j)] = r % p == 0
+    return trans, accepting
+
+
+def decimal_multiple_dfa(p, j, range_dfa, owner, description):
+    """Plain decimals of ``range_dfa`` whose value is a multiple of ``p * 10**-j``."""
+    text = f"(?#cfgmask automaton: {description})(?!)"
+    cached = _lookup(text)
+    if cached is None:
+        trans, acc = _decimal_mod_dfa(p, j)
+        cached = product(range_dfa, ByteDFA(trans, acc, pattern=text), "and", text)
+    _pin(text, cached, owner)
+    return cached, text
