@@ -67,10 +67,34 @@ def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True):
     grammar.json_schema_info = {
         "whitespace": whitespace, "strict": strict, "loosened": list(norm.loosened),
         "front_end_s": time.perf_counter() - t0,
+        "key_orders": _key_orders(norm),
     }
     if norm.loosened:
         warnings.warn(SchemaLoosened(norm.loosened), stacklevel=2)
     return grammar
+
+
+def _key_orders(norm):
+    """Every declared-property order of the grammar (for ``serialize``)."""
+    orders = set()
+
+    def literal(v):
+        if isinstance(v, dict):
+            if v:
+                orders.add(tuple(v))
+            for x in v.values():
+                literal(x)
+        elif isinstance(v, list):
+            for x in v:
+                literal(x)
+    for node in norm._nodes.values():
+        for alt in node.alts:
+            if alt.kind == "obj" and alt.props:
+                orders.add(tuple(n for n, _, _ in alt.props))
+            elif alt.kind == "lit":
+                for v in alt.values:
+                    literal(v)
+    return sorted(orders)
 
 
 def json_grammar(whitespace=DEFAULT_WHITESPACE):

@@ -22,6 +22,8 @@ pattern text that is an *exact* Python regex for its language, so a
 Why the direct constructions are exact is stated next to each one.
 """
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..regex import ByteDFA, compile_regex, remember_dfa
@@ -47,11 +49,13 @@ def _finish(trans, accepting, pattern, minimize=True):
     live = _co_reachable(trans, accepting)
     if not live[0]:
         return empty_dfa(pattern)
-    trans = np.where((trans >= 0) & live[np.maximum(trans, 0)], trans, -1)
-    if minimize and trans.shape[0] <= 4000:
+    # every live state is reachable from 0 through live states: compacting keeps 0 first
+    new_id = np.where(live, np.cumsum(live) - 1, -1)
+    trans = np.where(trans >= 0, new_id[np.maximum(trans, 0)], -1)[live].astype(np.int32)
+    accepting = accepting[live]
+    if minimize and trans.shape[0] <= 1000:
         trans, accepting = _moore(trans, accepting)
-    trans, accepting = _bfs_renumber(trans, accepting)
-    return ByteDFA(trans, accepting, pattern=pattern)
+    return ByteDFA(np.ascontiguousarray(trans), accepting, pattern=pattern)
 
 
 def _co_reachable(trans, accepting):
@@ -70,25 +74,6 @@ def _co_reachable(trans, accepting):
         live[preds] = True
         frontier = preds
     return live
-
-
-def _bfs_renumber(trans, accepting):
-    n = trans.shape[0]
-    new_id = np.full(n, -1, np.int64)
-    new_id[0] = 0
-    order = [0]
-    i = 0
-    while i < len(order):
-        row = trans[order[i]]
-        for t in np.unique(row[row >= 0]).tolist():
-            if new_id[t] < 0:
-                new_id[t] = len(order)
-                order.append(t)
-        i += 1
-    order = np.asarray(order, np.int64)
-    sub = trans[order]
-    sub = np.where(sub >= 0, new_id[np.maximum(sub, 0)], -1).astype(np.int32)
-    return np.ascontiguousarray(sub), accepting[order]
 
 
 def _moore(trans, accepting):
@@ -153,18 +138,20 @@ def product(a, b, mode, pattern):
             ok = (ta != na) | (tb != nb)
         codes = np.where(ok, ta.astype(np.int64) * width + tb, -1)
         new = []
-        for code in np.unique(codes[codes >= 0]).tolist():
-            if code not in ids:
-                ids[code] = len(pa)
+        level, inverse = np.unique(codes, return_inverse=True)
+        level_ids = np.empty(len(level), np.int64)
+        for i, code in enumerate(level.tolist()):
+            if code < 0:
+                level_ids[i] = -1
+                continue
+            sid = ids.get(code)
+            if sid is None:
+                sid = ids[code] = len(pa)
                 pa.append(code // width)
                 pb.append(code % width)
-                new.append(ids[code])
-        keys = np.fromiter(ids.keys(), np.int64, len(ids))
-        vals = np.fromiter(ids.values(), np.int64, len(ids))
-        order = np.argsort(keys)
-        keys, vals = keys[order], vals[order]
-        pos = np.minimum(np.searchsorted(keys, np.maximum(codes, 0)), len(keys) - 1)
-        rows.append((frontier, np.where(codes >= 0, vals[pos], -1)))
+                new.append(sid)
+            level_ids[i] = sid
+        rows.append((frontier, level_ids[inverse.reshape(codes.shape)]))
         frontier = np.asarray(new, np.int64)
         if len(pa) > 200_000:
             from .errors import Unsupported
@@ -220,15 +207,27 @@ def subtract(a, a_text, b, b_text, owner):
     return cached, text
 
 
+# Results of set operations, keyed by their (exact) pattern text, so that the
+# same intersection or difference is computed once per process.  Bounded.
+_SETOP_CACHE = {}
+_SETOP_CACHE_SIZE = 1024
+
+
 def _lookup(text):
     from .. import regex
     entry = regex._DFA_PINNED.get(text)
     if entry is not None:
         return entry[0]
+    hit = _SETOP_CACHE.get(text)
+    if hit is not None:
+        return hit
     return regex._DFA_MEMO.get(text)
 
 
 def _pin(text, dfa, owner):
+    if len(_SETOP_CACHE) >= _SETOP_CACHE_SIZE:
+        del _SETOP_CACHE[next(iter(_SETOP_CACHE))]
+    _SETOP_CACHE[text] = dfa
     if owner is None:
         remember_dfa(text, dfa)
     else:
@@ -308,29 +307,27 @@ def bounded_string_dfa(lo, hi, quoted=True):
     return dfa, text
 
 
+@lru_cache(maxsize=65536)
 def _spellings(c):
-    """Every spelling of the character ``c`` as a list of byte sets (hex letters: both cases)."""
+    """Every spelling of the character ``c`` as a tuple of byte sets (hex letters: both cases)."""
     cp = ord(c)
     out = []
     if not (cp < 0x20 or cp in (0x22, 0x5C)):
-        out.append([frozenset([b]) for b in c.encode("utf-8")])
+        out.append(tuple((b,) for b in c.encode("utf-8")))
     short = S._SHORT_ESCAPES.get(cp)
     if short is not None:
-        out.append([frozenset([0x5C]), frozenset([ord(short[-1])])])
+        out.append(((0x5C,), (ord(short[-1]),)))
 
     def hex_sets(v):
-        res = []
-        for ch in f"{v:04x}":
-            res.append(frozenset({ord(ch), ord(ch.upper())}))
-        return res
+        return tuple(tuple(sorted({ord(ch), ord(ch.upper())})) for ch in f"{v:04x}")
+    esc = ((0x5C,), (0x75,))
     if cp < 0x10000:
-        out.append([frozenset([0x5C]), frozenset([0x75])] + hex_sets(cp))
+        out.append(esc + hex_sets(cp))
     else:
         v = cp - 0x10000
         hi, lo = 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)
-        out.append([frozenset([0x5C]), frozenset([0x75])] + hex_sets(hi) +
-                   [frozenset([0x5C]), frozenset([0x75])] + hex_sets(lo))
-    return out
+        out.append(esc + hex_sets(hi) + esc + hex_sets(lo))
+    return tuple(out)
 
 
 def literal_set_dfa(values, complement=False):
@@ -341,7 +338,9 @@ def literal_set_dfa(values, complement=False):
     equal or disjoint, so it stays deterministic).  In complement mode every
     byte that leaves the spelling tries continues in a copy of the generic
     character automaton ("free" states: the value already differs from every
-    member), paired with the state the generic automaton would be in.
+    member), paired with the state the generic automaton would be in.  Built
+    trimmed (every state leads to a member, or to the free states), so no
+    clean-up pass is needed.
     """
     values = sorted(set(values))
     for v in values:
@@ -356,49 +355,31 @@ def literal_set_dfa(values, complement=False):
         return cached, text
     gtrans, gfinal = json_char_dfa()
     k = gtrans.shape[0]
-    rows = []        # transition rows (lists of 256 ints)
-    accepting = []
+    src, byt, dst = [], [], []          # explicit transitions
+    default_g = []                       # per state: generic-char state for unlisted bytes, or -1
+    n = [0]
 
-    def new_state(default_row=None):
-        rows.append(list(default_row) if default_row is not None else [-1] * 256)
-        accepting.append(False)
-        return len(rows) - 1
+    def new_state(g=-1):
+        default_g.append(g)
+        n[0] += 1
+        return n[0] - 1
+
+    def edge(a, bs, b):
+        for x in bs:
+            src.append(a)
+            byt.append(x)
+            dst.append(b)
 
     start = new_state()
     final = new_state()
-    accepting[final] = True
-    free = []
+    free0 = -1
     if complement:
-        # free[g]: the value is already outside the set, generic char state g
-        free = [new_state() for _ in range(k)]
+        free_base = n[0]
         for g in range(k):
-            row = rows[free[g]]
-            for b in range(256):
-                t = int(gtrans[g, b])
-                if t >= 0:
-                    row[b] = free[0] if t == gfinal else free[t]
-        rows[free[0]][_QUOTE] = final
+            new_state(g)
+        free0 = free_base
+    quote_rows = []                      # (state, target) of the closing quote
 
-    def default_row(g):
-        if not complement:
-            return None
-        row = [-1] * 256
-        for b in range(256):
-            t = int(gtrans[g, b])
-            if t >= 0:
-                row[b] = free[0] if t == gfinal else free[t]
-        return row
-
-    default_rows = {}
-
-    def row_for(g):
-        if not complement:
-            return None
-        if g not in default_rows:
-            default_rows[g] = default_row(g)
-        return default_rows[g]
-
-    # trie over decoded values
     trie = {}
     for v in values:
         node = trie
@@ -407,18 +388,17 @@ def literal_set_dfa(values, complement=False):
         node[None] = True
 
     def build(node):
-        """State for a char boundary at trie ``node``."""
-        st = new_state(row_for(0))
-        if None in node:
-            rows[st][_QUOTE] = -1 if complement else final
+        st = new_state(0 if complement else -1)
+        member = None in node
+        if member != complement:
+            quote_rows.append((st, final))
         elif complement:
-            rows[st][_QUOTE] = final
-        # spelling trie: dict of byte-set -> (sub-dict, char) ; walk with g states
+            quote_rows.append((st, -1))  # a member: no closing quote here
         spell = {}
-        for c, child in node.items():
+        for c, sub in node.items():
             if c is None:
                 continue
-            target = build(child)
+            target = build(sub)
             for sp in _spellings(c):
                 cur = spell
                 for i, bs in enumerate(sp):
@@ -426,25 +406,36 @@ def literal_set_dfa(values, complement=False):
                     if i == len(sp) - 1:
                         nxt[1] = target
                     cur = nxt[0]
-        _emit(st, spell, 0)
+        emit(st, spell, 0)
         return st
 
-    def _emit(st, spell, g):
+    def emit(st, spell, g):
         for bs, (sub, target) in spell.items():
-            b0 = next(iter(bs))
-            g2 = int(gtrans[g, b0])
-            if target is not None:
-                dst = target
-            else:
-                dst = new_state(row_for(g2))
-                _emit(dst, sub, g2)
-            for b in bs:
-                rows[st][b] = dst
+            g2 = int(gtrans[g, bs[0]])
+            if target is None:
+                target = new_state(g2 if complement else -1)
+                emit(target, sub, g2)
+            edge(st, bs, target)
 
     root = build(trie)
-    rows[start][_QUOTE] = root
-    dfa = _finish(np.array(rows, np.int32), np.array(accepting, bool), text,
-                  minimize=len(rows) <= 4000)
+    edge(start, (_QUOTE,), root)
+    total = n[0]
+    trans = np.full((total, 256), -1, np.int32)
+    if complement:
+        # default rows: the generic char automaton continued in the free states
+        free_rows = np.where(gtrans >= 0, np.where(gtrans == gfinal, free0, free_base + gtrans), -1)
+        free_rows = free_rows.astype(np.int32)
+        dg = np.asarray(default_g)
+        has = dg >= 0
+        trans[has] = free_rows[dg[has]]
+        trans[free0, _QUOTE] = final
+    for st, tgt in quote_rows:
+        trans[st, _QUOTE] = tgt
+    if src:
+        trans[np.asarray(src), np.asarray(byt)] = np.asarray(dst, np.int32)
+    accepting = np.zeros(total, bool)
+    accepting[final] = True
+    dfa = ByteDFA(trans, accepting, pattern=text)
     if complement:
         return dfa, text  # the caller pins it (lookahead text)
     remember_dfa(text, dfa)

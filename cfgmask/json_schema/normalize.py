@@ -938,7 +938,10 @@ class Normalizer:
             pats, m = pats[:6], 6
         for mask in range(1 << m):
             inside = [pats[j] for j in range(m) if mask >> j & 1]
-            outside = [pats[j] for j in range(m) if not mask >> j & 1]
+            if any(S.patterns_disjoint(x[0], y[0]) for x in inside for y in inside if x is not y):
+                continue  # no key matches all of them
+            outside = [pats[j] for j in range(m) if not mask >> j & 1 and
+                       not any(S.patterns_disjoint(pats[j][0], x[0]) for x in inside)]
             conj, allowed = set(), True
             for i, (s, p, skip) in enumerate(sources):
                 mine = [pp for pt, pp, si in inside if si == i]
@@ -950,8 +953,12 @@ class Normalizer:
                     conj.add(child(p, "additionalProperties"))
             if not allowed:
                 continue
+            # declared names this region could contain (the others need no exclusion)
+            ex = tuple(n for n in excluded
+                       if all(self._key_matches(pt, pp, n) for pt, pp, _ in inside) and
+                       not any(self._key_matches(pt, pp, n) for pt, pp, _ in outside))
             spec = KeySpec([(pt, pp) for pt, pp, _ in inside], [(pt, pp) for pt, pp, _ in outside],
-                           excluded, name_conjs)
+                           ex, name_conjs)
             obj.regions.append((spec, frozenset(conj)))
         if obj.max is not None and obj.min > obj.max:
             return None

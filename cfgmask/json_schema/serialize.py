@@ -69,13 +69,44 @@ def _feed(m, text):
     return m.consume_bytes(data) == len(data)
 
 
-def serialize(value, compiled, style="compact", require_end=True, budget=200_000):
+def _candidate_orders(keys, key_orders):
+    """The key orders a schema grammar can accept for an object with ``keys``.
+
+    A grammar lists an object alternative's declared properties in one order
+    and then the others in any order, so for each declared order the keys it
+    names come first (in that order) and the rest keep their given order.
+    """
+    if key_orders is None:
+        return None
+    seen, out = set(), []
+    kset = set(keys)
+    for order in key_orders:
+        if not kset.intersection(order):
+            continue
+        pos = {k: i for i, k in enumerate(order)}
+        cand = tuple(sorted(keys, key=lambda k: (pos.get(k, len(order)), keys.index(k))))
+        if cand not in seen:
+            seen.add(cand)
+            out.append(cand)
+    plain = tuple(keys)
+    if plain not in seen:
+        out.append(plain)
+    return out
+
+
+def serialize(value, compiled, style="compact", require_end=True, budget=200_000, key_orders=None):
     """A text of ``value`` in ``style`` that ``compiled`` accepts, or None if there is none.
 
     ``require_end``: the text must be a complete document (EOS allowed).
-    Raises ``UnicodeEncodeError`` for strings with lone surrogates (no UTF-8
-    spelling).
+    ``key_orders``: the declared-property orders of a schema grammar (default:
+    ``compiled.grammar.json_schema_info["key_orders"]`` when present); with
+    them only the orders the grammar can accept are tried, otherwise every
+    order.  Raises ``UnicodeEncodeError`` for strings with lone surrogates (no
+    UTF-8 spelling) and RuntimeError when the search exceeds ``budget`` steps.
     """
+    if key_orders is None:
+        info = getattr(compiled.grammar, "json_schema_info", None)
+        key_orders = info.get("key_orders") if info else None
     steps = [budget]
 
     def value_states(m, v, depth):
@@ -89,7 +120,12 @@ def serialize(value, compiled, style="compact", require_end=True, budget=200_000
             start = m.copy()
             if not _feed(start, o_o):
                 return
-            yield from obj_states(start, v, list(v), True, depth, o_o, comma, colon, c_o)
+            orders = _candidate_orders(list(v), key_orders)
+            if orders is None:
+                yield from obj_states(start, v, list(v), True, depth, o_o, comma, colon, c_o)
+            else:
+                for order in orders:
+                    yield from obj_fixed(start, v, order, 0, depth, o_o, comma, colon, c_o)
         elif t == "array" and v:
             cur = m.copy()
             if not _feed(cur, o_a):
@@ -115,6 +151,20 @@ def serialize(value, compiled, style="compact", require_end=True, budget=200_000
             rest = [x for x in remaining if x != k]
             for m2, vt in value_states(mm, v[k], depth + 1):
                 yield from obj_states(m2, v, rest, False, depth, prefix + head + vt, comma, colon, close)
+
+    def obj_fixed(m, v, order, i, depth, prefix, comma, colon, close):
+        if i == len(order):
+            mm = m.copy()
+            if _feed(mm, close):
+                yield mm, prefix + close
+            return
+        k = order[i]
+        mm = m.copy()
+        head = ("" if i == 0 else comma) + json.dumps(k, ensure_ascii=False) + colon
+        if not _feed(mm, head):
+            return
+        for m2, vt in value_states(mm, v[k], depth + 1):
+            yield from obj_fixed(m2, v, order, i + 1, depth, prefix + head + vt, comma, colon, close)
 
     def arr_states(m, v, i, depth, prefix, comma, close):
         if i == len(v):

@@ -231,6 +231,7 @@ def _check_scalar_values(value):
 
 # ------------------------------------------------- decoded regex -> text regex
 
+@lru_cache(maxsize=4096)
 def text_regex(decoded):
     """JSON text regex (quotes included) for strings whose value fully matches ``decoded``.
 
@@ -352,6 +353,7 @@ def _category_set(cat, polarity):
     return ut.complement(base) if negated else base
 
 
+@lru_cache(maxsize=4096)
 def pattern_to_decoded(pattern):
     """The ``pattern`` keyword as a decoded regex with full-match semantics.
 
@@ -387,6 +389,44 @@ def pattern_to_decoded(pattern):
     if not alts:
         return "(?!)"
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+@lru_cache(maxsize=4096)
+def anchored_prefix(pattern):
+    """The literal text every match of ``pattern`` starts the value with, or None.
+
+    Only for patterns with a single alternative anchored at the start; used
+    to see cheaply that two patterns cannot match the same string.
+    """
+    try:
+        parsed = _sre_parse.parse(pattern, 0)
+        alts = _anchored_alternatives(list(parsed), False, False, [0])
+    except (re.error, Unsupported):
+        return None
+    if len(alts) != 1 or not alts[0][0]:
+        return None
+    out = []
+
+    def walk(seq):
+        for op, av in seq:
+            if op is _C.LITERAL:
+                out.append(chr(av))
+            elif _plain_group((op, av)):
+                if not walk(av[3]):
+                    return False
+            else:
+                return False
+        return True
+    walk(alts[0][2])
+    return "".join(out)
+
+
+def patterns_disjoint(p1, p2):
+    """True when no string can match both patterns (a cheap, incomplete check)."""
+    a, b = anchored_prefix(p1), anchored_prefix(p2)
+    if not a or not b:
+        return False
+    return not (a.startswith(b) or b.startswith(a))
 
 
 def _is_at(item, which):
