@@ -188,6 +188,23 @@ class Grammar:
                              word_boundary=word_boundary, source=str(path))
 
     @classmethod
+    def from_json_schema(cls, schema, *, whitespace=None, strict=True, escapes=None):
+        """A grammar whose language is exactly the instances valid under a JSON schema.
+
+        ``schema``: a dict, JSON text or a path.  ``whitespace``: ``"compact"``,
+        ``"pretty"`` or ``"flexible"`` (default:
+        ``cfgmask.json_schema.DEFAULT_WHITESPACE``).  ``strict=False``
+        over-approximates what cannot be compiled exactly, with a warning.
+        ``escapes``: ``"canonical"`` (default: strings as ``json.dumps`` spells
+        them) or ``"any"`` (every RFC 8259 spelling).  See
+        :mod:`cfgmask.json_schema` and docs/json-schema.md.
+        """
+        from . import json_schema
+        ws = json_schema.DEFAULT_WHITESPACE if whitespace is None else whitespace
+        esc = json_schema.DEFAULT_ESCAPES if escapes is None else escapes
+        return json_schema.compile_schema(schema, whitespace=ws, strict=strict, escapes=esc)
+
+    @classmethod
     def builtin(cls, name):
         """One of the bundled grammars: ``"json"``, ``"sql"`` or ``"javascript"``."""
         from .errors import ConfigurationError

@@ -29,13 +29,13 @@ set operations), ``emit`` (alternatives -> grammar rules), ``validate``
 import time
 import warnings
 
-from .emit import DEFAULT_STYLE, FLEXIBLE_MAX_RUN, STYLES, Builder
+from .emit import DEFAULT_ESCAPES, DEFAULT_STYLE, ESCAPES, FLEXIBLE_MAX_RUN, STYLES, Builder
 from .loader import SchemaDoc, read_schema
 from .normalize import Normalizer
 from .validate import Validator
 
 __all__ = ["compile_schema", "json_grammar", "validate", "STYLES", "DEFAULT_WHITESPACE",
-           "FLEXIBLE_MAX_RUN", "SchemaLoosened"]
+           "ESCAPES", "DEFAULT_ESCAPES", "FLEXIBLE_MAX_RUN", "SchemaLoosened"]
 
 DEFAULT_WHITESPACE = DEFAULT_STYLE
 
@@ -51,21 +51,26 @@ class SchemaLoosened(UserWarning):
                          f"the grammar accepts more than the schema: {lines}{more}")
 
 
-def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True):
+def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escapes=DEFAULT_ESCAPES):
     """Compile a JSON schema (dict, bool, JSON text or path) to a :class:`~cfgmask.grammar.Grammar`.
 
-    ``whitespace``: one of :data:`STYLES`.  The grammar's
+    ``whitespace``: one of :data:`STYLES`.  ``escapes``: ``"canonical"``
+    (strings spelled as ``json.dumps(..., ensure_ascii=False)`` spells them:
+    one spelling per value, what a model should write) or ``"any"`` (every
+    spelling RFC 8259 allows, ``\\u0061`` for ``a`` included: for checking
+    documents written elsewhere).  The grammar's
     ``json_schema_info`` dict holds the style, the loosened keywords and the
     time the front end took.
     """
     t0 = time.perf_counter()
     doc = SchemaDoc(read_schema(schema))
     norm = Normalizer(doc, strict=strict)
-    builder = Builder(norm, whitespace)
+    builder = Builder(norm, whitespace, escapes)
     start = builder.run(frozenset([""]))
     grammar = builder.grammar(start)
     grammar.json_schema_info = {
-        "whitespace": whitespace, "strict": strict, "loosened": list(norm.loosened),
+        "whitespace": whitespace, "escapes": escapes, "strict": strict,
+        "loosened": list(norm.loosened),
         "front_end_s": time.perf_counter() - t0,
         "key_orders": _key_orders(norm),
     }
@@ -97,12 +102,12 @@ def _key_orders(norm):
     return sorted(orders)
 
 
-def json_grammar(whitespace=DEFAULT_WHITESPACE):
+def json_grammar(whitespace=DEFAULT_WHITESPACE, escapes=DEFAULT_ESCAPES):
     """Any JSON value, written in ``whitespace`` style (for generation; see docs/json-schema.md).
 
     Exact RFC 8259 validation stays with the bundled ``grammars/json.lark``.
     """
-    return compile_schema(True, whitespace=whitespace)
+    return compile_schema(True, whitespace=whitespace, escapes=escapes)
 
 
 def validate(instance, schema):

@@ -22,6 +22,7 @@ pattern text that is an *exact* Python regex for its language, so a
 Why the direct constructions are exact is stated next to each one.
 """
 
+import json
 from functools import lru_cache
 
 import numpy as np
@@ -30,6 +31,8 @@ from ..regex import ByteDFA, compile_regex, remember_dfa
 from . import strings as S
 
 _QUOTE = 0x22
+# the lexer's default per-terminal limit (compiler.Limits.max_terminal_states)
+MAX_STATES = 20_000
 
 
 # ------------------------------------------------------------------ basics
@@ -153,9 +156,10 @@ def product(a, b, mode, pattern):
             level_ids[i] = sid
         rows.append((frontier, level_ids[inverse.reshape(codes.shape)]))
         frontier = np.asarray(new, np.int64)
-        if len(pa) > 200_000:
+        if len(pa) > MAX_STATES:
             from .errors import Unsupported
-            raise Unsupported("string", "the intersection automaton is too large")
+            raise Unsupported("string", f"the automaton of the combined constraints would have more "
+                              f"than {MAX_STATES} states")
     n = len(pa)
     trans = np.full((n, 256), -1, np.int32)
     for fr, mapped in rows:
@@ -236,26 +240,25 @@ def _pin(text, dfa, owner):
 
 # ------------------------------------------------- JSON string constructions
 
-_G = None
+_G = {}
 
 
-def json_char_dfa():
+def json_char_dfa(canonical=False):
     """The DFA of one JSON string character (``strings.JSON_CHAR``) and its final state.
 
     Minimal and single-character, so it has exactly one accepting state and
     that state has no transitions; the constructions below loop it back to
     the start to read the next character.
     """
-    global _G
-    if _G is None:
-        g = compile_regex(S.JSON_CHAR, name="JSON_CHAR")
+    if canonical not in _G:
+        g = compile_regex(S.json_char(canonical), name="JSON_CHAR")
         finals = np.flatnonzero(g.accepting)
         assert len(finals) == 1 and (g.trans[finals[0]] < 0).all(), "JSON_CHAR is not single-character"
-        _G = (g.trans, int(finals[0]))
-    return _G
+        _G[canonical] = (g.trans, int(finals[0]))
+    return _G[canonical]
 
 
-def bounded_string_dfa(lo, hi, quoted=True):
+def bounded_string_dfa(lo, hi, quoted=True, canonical=False):
     """JSON strings (quotes included) whose value has ``lo`` to ``hi`` characters.
 
     Layered copy of the one-character automaton: layer ``i`` = ``i``
@@ -264,11 +267,12 @@ def bounded_string_dfa(lo, hi, quoted=True):
     Registered under ``"(?:C){lo,hi}"``; ``quoted=False``: the string body
     only (chunks of long strings), ``(?:C){lo,hi}``.
     """
-    text = f'"{S.JSON_CHAR}{{{lo},{hi}}}"' if quoted else f'{S.JSON_CHAR}{{{lo},{hi}}}'
+    C = S.json_char(canonical)
+    text = f'"{C}{{{lo},{hi}}}"' if quoted else f'{C}{{{lo},{hi}}}'
     cached = _lookup(text)
     if cached is not None:
         return cached, text
-    gtrans, gfinal = json_char_dfa()
+    gtrans, gfinal = json_char_dfa(canonical)
     k = gtrans.shape[0]
     # state ids: 0 = before the opening quote, 1 = after the closing quote,
     # 2 + i*k + g = layer i, char-automaton state g
@@ -308,9 +312,12 @@ def bounded_string_dfa(lo, hi, quoted=True):
 
 
 @lru_cache(maxsize=65536)
-def _spellings(c):
+def _spellings(c, canonical=False):
     """Every spelling of the character ``c`` as a tuple of byte sets (hex letters: both cases)."""
     cp = ord(c)
+    if canonical:
+        text = json.dumps(c, ensure_ascii=False)[1:-1].encode("utf-8")
+        return (tuple((b,) for b in text),)
     out = []
     if not (cp < 0x20 or cp in (0x22, 0x5C)):
         out.append(tuple((b,) for b in c.encode("utf-8")))
@@ -330,7 +337,7 @@ def _spellings(c):
     return tuple(out)
 
 
-def literal_set_dfa(values, complement=False):
+def literal_set_dfa(values, complement=False, canonical=False):
     """JSON strings whose value is in ``values`` (or, ``complement``, is not).
 
     States: a trie over the decoded values, and between a node and each child
@@ -345,15 +352,16 @@ def literal_set_dfa(values, complement=False):
     values = sorted(set(values))
     for v in values:
         S._check_scalar_values(v)
+    any_text = S.any_string(canonical)
     if complement and not values:
-        return compile_regex(S.ANY_STRING, name="string"), S.ANY_STRING
-    body = "|".join(S.literal_body(v) for v in values) if values else "(?!)"
+        return compile_regex(any_text, name="string"), any_text
+    body = "|".join(S.literal_body(v, canonical) for v in values) if values else "(?!)"
     lit_text = f'"(?:{body})"'
-    text = f'(?!{lit_text}\\Z){S.ANY_STRING}' if complement else lit_text
+    text = f'(?!{lit_text}\\Z){any_text}' if complement else lit_text
     cached = _lookup(text)
     if cached is not None:
         return cached, text
-    gtrans, gfinal = json_char_dfa()
+    gtrans, gfinal = json_char_dfa(canonical)
     k = gtrans.shape[0]
     src, byt, dst = [], [], []          # explicit transitions
     default_g = []                       # per state: generic-char state for unlisted bytes, or -1
@@ -399,7 +407,7 @@ def literal_set_dfa(values, complement=False):
             if c is None:
                 continue
             target = build(sub)
-            for sp in _spellings(c):
+            for sp in _spellings(c, canonical):
                 cur = spell
                 for i, bs in enumerate(sp):
                     nxt = cur.setdefault(bs, [{}, None])

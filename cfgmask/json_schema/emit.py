@@ -38,6 +38,10 @@ from .normalize import integer_modulus
 from .validate import json_type
 
 STYLES = ("compact", "pretty", "flexible")
+# How strings are spelled: "canonical" = what json.dumps(ensure_ascii=False) writes
+# (one spelling per value), "any" = every spelling RFC 8259 allows.
+ESCAPES = ("canonical", "any")
+DEFAULT_ESCAPES = "canonical"
 DEFAULT_STYLE = "compact"
 FLEXIBLE_MAX_RUN = 8          # at most this many whitespace characters in one place
 PRETTY_INDENT = 2
@@ -81,48 +85,66 @@ _PUNCT_NAMES = {"empty_obj": "EMPTY_OBJECT", "open_obj": "LBRACE", "close_obj": 
 
 # ------------------------------------------------------------ scalar automata
 
-def string_dfa(st, norm, pins):
+def _compile(text, name, keyword):
+    """``compile_regex``, with a too-large automaton reported as :class:`Unsupported` ``keyword``."""
+    try:
+        return compile_regex(text, name=name)
+    except GrammarError as e:
+        raise Unsupported(keyword, str(e)) from None
+
+
+def string_dfa(st, norm, pins, canonical=False):
     """``(dfa, text)`` of a :class:`~.normalize.Str` alternative as one whole-string terminal."""
     positives = []  # (dfa, text)
     widths = []
     for pattern, ptr in st.patterns:
         dec = S.pattern_to_decoded(pattern)
         widths.append(S.width(dec))
-        text = S.text_regex(dec)
-        positives.append((compile_regex(text, name="pattern"), text))
+        text = S.text_regex(dec, canonical)
+        positives.append((_compile(text, "pattern", "pattern"), text))
     for f in st.formats:
         dec = S.FORMATS[f]
         widths.append(S.width(dec))
-        text = S.text_regex(dec)
-        positives.append((compile_regex(text, name=f"format {f}"), text))
+        text = S.text_regex(dec, canonical)
+        positives.append((_compile(text, f"format {f}", "format"), text))
     lo, hi = st.lo, st.hi
     implied = any(w[0] >= lo and (hi is None or (w[1] is not None and w[1] <= hi)) for w in widths)
     if (lo, hi) != (0, None) and not implied:
         if hi is None:
-            text = f'"{S.JSON_CHAR}{{{lo},}}"'
+            text = f'"{S.json_char(canonical)}{{{lo},}}"'
             positives.append((compile_regex(text, name="string length"), text))
         elif hi <= MAX_STRING_DFA or not positives:
+            # the product grows like (pattern states) x (hi + 1): give up early when too big
+            est = max((d.n_states for d, _ in positives), default=1) * (hi + 1)
+            if positives and est > A.MAX_STATES:
+                raise Unsupported("maxLength", f"maxLength {hi} with a pattern or format needs about "
+                                  f"{est} automaton states")
             if hi > 4 * MAX_STRING_DFA:
                 raise Unsupported("maxLength", f"maxLength {hi} together with other string "
                                   f"constraints needs a {hi}-character automaton")
-            positives.append(A.bounded_string_dfa(lo, hi))
+            positives.append(A.bounded_string_dfa(lo, hi, canonical=canonical))
         else:
             raise Unsupported("maxLength", f"maxLength {hi} together with a pattern or format "
                               f"needs a {hi}-character automaton")
+    # (the emitter then tries spelling such strings character by character)
     if not positives:
-        positives.append((compile_regex(S.ANY_STRING, name="string"), S.ANY_STRING))
+        any_text = S.any_string(canonical)
+        positives.append((compile_regex(any_text, name="string"), any_text))
     dfa, text = A.intersect_all([d for d, _ in positives], [t for _, t in positives], pins)
     negatives = []
     for pattern, ptr in st.not_patterns:
-        t = S.text_regex(S.pattern_to_decoded(pattern))
+        t = S.text_regex(S.pattern_to_decoded(pattern), canonical)
         negatives.append((compile_regex(t, name="pattern"), t))
     for f in st.not_formats:
-        t = S.text_regex(S.FORMATS[f])
+        t = S.text_regex(S.FORMATS[f], canonical)
         negatives.append((compile_regex(t, name=f"format {f}"), t))
     if st.excluded:
-        negatives.append(A.literal_set_dfa(st.excluded))
+        negatives.append(A.literal_set_dfa(st.excluded, canonical=canonical))
     for nd, nt in negatives:
         dfa, text = A.subtract(dfa, text, nd, nt, pins)
+    if dfa.n_states > A.MAX_STATES:
+        raise Unsupported("maxLength" if st.hi is not None else "pattern",
+                          f"the string automaton has {dfa.n_states} states (limit {A.MAX_STATES})")
     return dfa, text
 
 
@@ -197,7 +219,11 @@ def number_dfa(num, pins):
 class Builder:
     """Collects terminals and rules while walking the IR from the root."""
 
-    def __init__(self, norm, style):
+    def __init__(self, norm, style, escapes="canonical"):
+        if escapes not in ESCAPES:
+            raise GrammarError(f"unknown escapes {escapes!r}; choose one of {', '.join(ESCAPES)}",
+                               where="escapes", construct="escapes")
+        self.canonical = escapes == "canonical"
         if style not in STYLES:
             raise GrammarError(f"unknown whitespace style {style!r}; choose one of {', '.join(STYLES)}",
                                where="whitespace", construct="whitespace")
@@ -274,8 +300,8 @@ class Builder:
             self._expand(sym, conj, depth, no_chunk)
         return start
 
-    def _fail_or_skip(self, e, what):
-        self.norm.fail(e.keyword, "", f"{e.why} ({what})")
+    def _fail_or_skip(self, e, what, where=""):
+        self.norm.fail(e.keyword, where, f"{e.why} ({what})")
 
     def _expand(self, sym, conj, depth, no_chunk):
         node = self.norm.node(conj)
@@ -292,7 +318,7 @@ class Builder:
                 try:
                     res = number_dfa(alt, self.pins)
                 except Unsupported as e:
-                    self._fail_or_skip(e, "number")
+                    self._fail_or_skip(e, "number", alt.where)
                     loose = type(alt)()
                     loose.integer = alt.integer
                     res = number_dfa(loose, self.pins)
@@ -303,12 +329,14 @@ class Builder:
                     self._chunked(sym, alt.lo, alt.hi)
                     continue
                 try:
-                    res = string_dfa(alt, self.norm, self.pins)
+                    res = string_dfa(alt, self.norm, self.pins, self.canonical)
                 except Unsupported as e:
-                    self._fail_or_skip(e, "string")
+                    if n_strings == 1 and not no_chunk and self._spelled(sym, alt):
+                        continue
+                    self._fail_or_skip(e, "string", alt.where)
                     loose = type(alt)()
                     loose.lo = alt.lo
-                    res = string_dfa(loose, self.norm, self.pins)
+                    res = string_dfa(loose, self.norm, self.pins, self.canonical)
                 if not A.is_empty(res[0]):
                     self.rule(sym, [self._scalar(res, "STRING")])
             elif k == "lit":
@@ -325,7 +353,8 @@ class Builder:
     # ---- chunked long strings
     def _chunked(self, sym, lo, hi):
         quote = self.term('"', "QUOTE")
-        full_dfa, full_text = A.bounded_string_dfa(CHUNK, CHUNK, quoted=False)
+        full_dfa, full_text = A.bounded_string_dfa(CHUNK, CHUNK, quoted=False,
+                                                   canonical=self.canonical)
         full = self.term(full_text, "CHUNK")
         key = ("chunks", lo, hi)
         k = 0
@@ -338,7 +367,7 @@ class Builder:
                 self.rule(cur, [quote])
             lk, hk = max(1, lo - base), min(CHUNK - 1, hi - base)
             if lk <= hk:
-                d, t = A.bounded_string_dfa(lk, hk, quoted=False)
+                d, t = A.bounded_string_dfa(lk, hk, quoted=False, canonical=self.canonical)
                 self.rule(cur, [self.term(t, "CHUNK_LAST"), quote])
             if CHUNK * (k + 1) > hi:
                 break
@@ -347,12 +376,74 @@ class Builder:
             cur = nxt
             k += 1
 
+    # ---- strings spelled character by character
+    def _spelled(self, sym, st):
+        """A pattern/format string with a length bound as one lexeme per character.
+
+        The automaton of "pattern and length" can be too large for one
+        terminal (a 254-character bound on an e-mail pattern: 35k states), but
+        the pattern's automaton over character classes (atoms) is small.  The
+        rules walk it: nonterminal (n, q) = n characters read, atom automaton
+        in state q, and each character is a one-character terminal of its
+        atom, so a lexeme is always exactly one character.  Used only where no
+        other string can start (the opening quote is a lexeme of its own).
+        Returns False when it does not apply (then the caller reports).
+        """
+        if st.not_patterns or st.not_formats or st.excluded or not (st.patterns or st.formats):
+            return False
+        lo, hi = st.lo, st.hi
+        if hi is not None and hi > 20_000:
+            return False
+        try:
+            decs = [S.pattern_to_decoded(p) for p, _ in st.patterns] + [S.FORMATS[f] for f in st.formats]
+            parts = S.atoms(decs)
+            dfas = [compile_regex(S.atom_regex(d, parts), name="atoms") for d in decs]
+        except (Unsupported, GrammarError):
+            return False
+        dfa = dfas[0]
+        for d in dfas[1:]:
+            dfa = A.product(dfa, d, "and", "(?!)")
+        trans, acc = dfa.trans, dfa.accepting
+        if ((hi if hi is not None else lo) + 1) * dfa.n_states > 200_000:
+            return False  # more (length, state) pairs than rules are worth
+        n_atoms = len(parts)
+        cols = [S._PLACEHOLDER + i for i in range(n_atoms)]
+        terms = [self.term(S.chars_text(tuple(parts[i]), self.canonical), "CHAR") for i in range(n_atoms)]
+        quote = self.term('"', "QUOTE")
+        cap = hi if hi is not None else lo   # unbounded: counts saturate at lo
+        ident = self._counter
+        self._counter += 1
+        budget = 400_000
+        first, _ = self.nt(("spelled", ident, 0, 0), f"spelled{ident}_0_0")
+        self.rule(sym, [quote, first])
+        todo = [(first, 0, 0)]
+        while todo:
+            s_, n, q = todo.pop()
+            if acc[q] and n >= lo:
+                self.rule(s_, [quote])
+            if hi is not None and n >= hi:
+                continue
+            n2 = n + 1 if hi is not None else min(n + 1, cap)
+            for i, c in enumerate(cols):
+                q2 = int(trans[q, c])
+                if q2 < 0:
+                    continue
+                nxt, new = self.nt(("spelled", ident, n2, q2), f"spelled{ident}_{n2}_{q2}")
+                if new:
+                    todo.append((nxt, n2, q2))
+                    budget -= 1
+                    if budget < 0:
+                        raise GrammarError("JSON schema: a length-bounded pattern needs too many rules",
+                                           where=st.where, construct="maxLength")
+                self.rule(s_, [terms[i], nxt])
+        return True
+
     # ---- literals
     def _literals(self, sym, values, depth):
         strs = [v for v in values if isinstance(v, str)]
         nums = [v for v in values if json_type(v) == "number"]
         if strs:
-            dfa, text = A.literal_set_dfa(strs)
+            dfa, text = A.literal_set_dfa(strs, canonical=self.canonical)
             self.rule(sym, [self.term(text, "LITERAL")])
         if nums:
             texts = sorted({N.canonical(v) for v in nums})
@@ -375,7 +466,8 @@ class Builder:
         if not new:
             return sym
         if t == "string":
-            self.rule(sym, [self.term(A.literal_set_dfa([v])[1], "LITERAL")])
+            self.rule(sym, [self.term(A.literal_set_dfa([v], canonical=self.canonical)[1],
+                                      "LITERAL")])
         elif t == "number":
             self.rule(sym, [self.term(N.canonical(v), "LITERAL_NUMBER")])
         elif t == "null":
@@ -408,7 +500,7 @@ class Builder:
         return sym
 
     def key(self, name):
-        dfa, text = A.literal_set_dfa([name])
+        dfa, text = A.literal_set_dfa([name], canonical=self.canonical)
         return self.term(text, "KEY")
 
     # ---- objects
@@ -424,28 +516,29 @@ class Builder:
         positives = []
         try:
             for pattern, ptr in spec.patterns_in:
-                t = S.text_regex(S.pattern_to_decoded(pattern))
+                t = S.text_regex(S.pattern_to_decoded(pattern), self.canonical)
                 positives.append((compile_regex(t, name="pattern"), t))
             for nc in spec.names_conjs:
                 positives.append(self._names_dfa(nc))
         except Unsupported as e:
             self._fail_or_skip(e, "property names")
         if not positives and not spec.patterns_out:
-            dfa, text = A.literal_set_dfa(spec.excluded, complement=True)
+            dfa, text = A.literal_set_dfa(spec.excluded, complement=True, canonical=self.canonical)
             pins.append((text, dfa))
         else:
             if not positives:
-                positives.append((compile_regex(S.ANY_STRING, name="string"), S.ANY_STRING))
+                any_text = S.any_string(self.canonical)
+                positives.append((compile_regex(any_text, name="string"), any_text))
             dfa, text = A.intersect_all([d for d, _ in positives], [t for _, t in positives], pins)
             for pattern, ptr in spec.patterns_out:
                 try:
-                    t = S.text_regex(S.pattern_to_decoded(pattern))
+                    t = S.text_regex(S.pattern_to_decoded(pattern), self.canonical)
                 except Unsupported as e:
                     self._fail_or_skip(e, "patternProperties")
                     continue
                 dfa, text = A.subtract(dfa, text, compile_regex(t, name="pattern"), t, pins)
             if spec.excluded:
-                ex = A.literal_set_dfa(spec.excluded)
+                ex = A.literal_set_dfa(spec.excluded, canonical=self.canonical)
                 dfa, text = A.subtract(dfa, text, ex[0], ex[1], pins)
         sym = None if A.is_empty(dfa) else self.term(text, "KEY_OTHER")
         cache[ck] = sym
@@ -457,11 +550,11 @@ class Builder:
         parts = []
         for alt in node.alts:
             if alt.kind == "str":
-                parts.append(string_dfa(alt, self.norm, self.pins))
+                parts.append(string_dfa(alt, self.norm, self.pins, self.canonical))
             elif alt.kind == "lit":
                 strs = [v for v in alt.values if isinstance(v, str)]
                 if strs:
-                    parts.append(A.literal_set_dfa(strs))
+                    parts.append(A.literal_set_dfa(strs, canonical=self.canonical))
         if not parts:
             return A.empty_dfa(), "(?!)"
         dfa, text = parts[0]

@@ -94,6 +94,7 @@ class Bool:
 
 class Num:
     kind = "num"
+    where = ""  # pointer of a schema that constrains it (for messages)
 
     def __init__(self):
         self.integer = False
@@ -107,6 +108,7 @@ class Num:
 
 class Str:
     kind = "str"
+    where = ""
 
     def __init__(self):
         self.lo, self.hi = 0, None
@@ -497,8 +499,8 @@ class Normalizer:
             return False
         try:
             from .emit import string_dfa
-            da, _ = string_dfa(a, self, [])
-            db, _ = string_dfa(b, self, [])
+            da, _ = string_dfa(a, self, [], True)
+            db, _ = string_dfa(b, self, [], True)
             from .automata import is_empty, product
             return is_empty(product(da, db, "and", "(?!)"))
         except Unsupported:
@@ -715,8 +717,10 @@ class Normalizer:
                         excluded += list(v)
                     elif k in _NUMBER_KW:
                         self._number_kw(num, k, v, s, p)
+                        num.where = p
                     elif k in _STRING_KW:
                         self._string_kw(st, k, v, p)
+                        st.where = p
                     elif k == "uniqueItems":
                         if v:
                             unique = p

@@ -20,7 +20,7 @@ import math
 
 from .errors import Unsupported
 
-INTEGER = "-?(?:0|[1-9][0-9]*)"
+INTEGER = "(?:0|-?[1-9][0-9]*)"
 NUMBER = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 PLAIN_DECIMAL = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?"
 

@@ -180,10 +180,36 @@ def _merge(ranges):
     return tuple(out)
 
 
+_CANONICAL_SHORT = {0x22: '"', 0x5C: "\\\\", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
+
+
+def _canonical_escape(c):
+    """Regex for the one spelling ``json.dumps(ensure_ascii=False)`` gives a must-escape character."""
+    short = _CANONICAL_SHORT.get(c)
+    if short is not None:
+        return "\\\\" + short
+    return f"\\\\u{c:04x}"
+
+
 @lru_cache(maxsize=4096)
-def chars_text(ranges):
-    """Regex spelling exactly one character of the set ``ranges`` in JSON string text."""
+def chars_text(ranges, canonical=False):
+    """Regex spelling exactly one character of the set ``ranges`` in JSON string text.
+
+    ``canonical``: only the spelling ``json.dumps(..., ensure_ascii=False)``
+    writes: every character raw except ``"``, ``\\`` and U+0000-U+001F,
+    which take their short escape or lowercase ``\\u00xx``.
+    """
     ranges = tuple(ranges)
+    if canonical:
+        alts = []
+        raw = minus(ranges, _MUST_ESCAPE)
+        if raw:
+            alts.append(_code_point_class(raw))
+        for lo, hi in intersect(ranges, _MUST_ESCAPE):
+            alts += [_canonical_escape(c) for c in range(lo, hi + 1)]
+        if not alts:
+            return "(?!)"
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
     alts = []
     raw = minus(ranges, _MUST_ESCAPE)
     if raw:
@@ -208,19 +234,29 @@ def chars_text(ranges):
 
 
 JSON_CHAR = chars_text(ALL)
+JSON_CHAR_CANONICAL = chars_text(ALL, True)
 # Any JSON string: the text of the quoted string, quotes included.
 ANY_STRING = f'"{JSON_CHAR}*"'
+ANY_STRING_CANONICAL = f'"{JSON_CHAR_CANONICAL}*"'
 
 
-def literal_body(value):
+def json_char(canonical=False):
+    return JSON_CHAR_CANONICAL if canonical else JSON_CHAR
+
+
+def any_string(canonical=False):
+    return ANY_STRING_CANONICAL if canonical else ANY_STRING
+
+
+def literal_body(value, canonical=False):
     """Regex for every spelling of the decoded string ``value`` (without quotes)."""
-    return "".join(chars_text(((ord(c), ord(c)),)) for c in value)
+    return "".join(chars_text(((ord(c), ord(c)),), canonical) for c in value)
 
 
-def literal_text(value):
+def literal_text(value, canonical=False):
     """Regex for every JSON text of the string ``value`` (quotes included)."""
     _check_scalar_values(value)
-    return f'"{literal_body(value)}"'
+    return f'"{literal_body(value, canonical)}"'
 
 
 def _check_scalar_values(value):
@@ -232,34 +268,34 @@ def _check_scalar_values(value):
 # ------------------------------------------------- decoded regex -> text regex
 
 @lru_cache(maxsize=4096)
-def text_regex(decoded):
+def text_regex(decoded, canonical=False):
     """JSON text regex (quotes included) for strings whose value fully matches ``decoded``.
 
     ``decoded`` is a Python regex over code points built by this package:
     explicit classes, groups, alternation and repeats only.
     """
     parsed = _sre_parse.parse(decoded, 0)
-    return '"' + _rebuild(parsed, parsed.state.flags) + '"'
+    return '"' + _rebuild(parsed, parsed.state.flags, canonical) + '"'
 
 
-def _rebuild(seq, flags):
+def _rebuild(seq, flags, canonical):
     out = []
     for op, av in seq:
-        out.append(_rebuild_item(op, av, flags))
+        out.append(_rebuild_item(op, av, flags, canonical))
     return "".join(out)
 
 
-def _rebuild_item(op, av, flags):
+def _rebuild_item(op, av, flags, canonical):
     if op in (_C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN):
-        return chars_text(_item_set(op, av, flags))
+        return chars_text(_item_set(op, av, flags), canonical)
     if op is _C.BRANCH:
-        return "(?:" + "|".join(_rebuild(b, flags) for b in av[1]) + ")"
+        return "(?:" + "|".join(_rebuild(b, flags, canonical) for b in av[1]) + ")"
     if op is _C.SUBPATTERN:
         _group, add, dele, p = av
-        return "(?:" + _rebuild(p, (flags | add) & ~dele) + ")"
+        return "(?:" + _rebuild(p, (flags | add) & ~dele, canonical) + ")"
     if op in (_C.MAX_REPEAT, _C.MIN_REPEAT):
         lo, hi, p = av
-        body = "(?:" + _rebuild(p, flags) + ")"
+        body = "(?:" + _rebuild(p, flags, canonical) + ")"
         if hi is _C.MAXREPEAT:
             return body + ("*" if lo == 0 else "+" if lo == 1 else f"{{{lo},}}")
         return body + (f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}")
@@ -487,6 +523,8 @@ def _branches_of(item):
 def _has_anchor(seq):
     for op, av in seq:
         if op is _C.AT:
+            if av in (_C.AT_BOUNDARY, _C.AT_NON_BOUNDARY):
+                raise Unsupported("pattern", "word boundaries (\\b, \\B)")
             return True
         if op is _C.BRANCH and any(_has_anchor(b) for b in av[1]):
             return True
@@ -652,3 +690,73 @@ FORMATS = {
     "uri": _URI,
     "uuid": _UUID,
 }
+
+
+# ------------------------------------------- strings spelled character by character
+
+_PLACEHOLDER = 0x21  # atoms are renamed to the ASCII characters from "!" on
+MAX_ATOMS = 90
+
+
+def _char_sets(seq, flags, out):
+    for op, av in seq:
+        if op in (_C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN):
+            out.append(_item_set(op, av, flags))
+        elif op is _C.BRANCH:
+            for b in av[1]:
+                _char_sets(b, flags, out)
+        elif op is _C.SUBPATTERN:
+            _char_sets(av[3], (flags | av[1]) & ~av[2], out)
+        elif op in (_C.MAX_REPEAT, _C.MIN_REPEAT):
+            _char_sets(av[2], flags, out)
+    return out
+
+
+def atoms(decoded_regexes):
+    """The coarsest partition of all characters that every class in the regexes respects.
+
+    Returns a list of character sets (disjoint, covering every scalar value);
+    raises :class:`Unsupported` beyond :data:`MAX_ATOMS`.
+    """
+    parts = [ALL]
+    for dec in decoded_regexes:
+        parsed = _sre_parse.parse(dec, 0)
+        for cs in _char_sets(parsed, parsed.state.flags, []):
+            new = []
+            for a in parts:
+                inside, outside = intersect(a, cs), minus(a, cs)
+                new += [x for x in (inside, outside) if x]
+            parts = new
+            if len(parts) > MAX_ATOMS:
+                raise Unsupported("pattern", "too many distinct character classes")
+    return parts
+
+
+def atom_regex(decoded, parts):
+    """``decoded`` over atoms: each atom ``i`` written as the ASCII character ``_PLACEHOLDER + i``."""
+    parsed = _sre_parse.parse(decoded, 0)
+    return _atom_rebuild(parsed, parsed.state.flags, parts)
+
+
+def _atom_rebuild(seq, flags, parts):
+    out = []
+    for op, av in seq:
+        if op in (_C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN):
+            cs = _item_set(op, av, flags)
+            members = [i for i, a in enumerate(parts) if intersect(a, cs)]
+            out.append("[" + "".join(re.escape(chr(_PLACEHOLDER + i)) for i in members) + "]"
+                       if members else "(?!)")
+        elif op is _C.BRANCH:
+            out.append("(?:" + "|".join(_atom_rebuild(b, flags, parts) for b in av[1]) + ")")
+        elif op is _C.SUBPATTERN:
+            out.append("(?:" + _atom_rebuild(av[3], (flags | av[1]) & ~av[2], parts) + ")")
+        elif op in (_C.MAX_REPEAT, _C.MIN_REPEAT):
+            lo, hi, p = av
+            body = "(?:" + _atom_rebuild(p, flags, parts) + ")"
+            if hi is _C.MAXREPEAT:
+                out.append(body + ("*" if lo == 0 else "+" if lo == 1 else f"{{{lo},}}"))
+            else:
+                out.append(body + (f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"))
+        else:
+            raise AssertionError(f"internal: unexpected regex node {op} in a decoded regex")
+    return "".join(out)
