@@ -258,6 +258,18 @@ def draw(eng, h, tok, rng, max_tokens=300):
     return None
 
 
+def flatten_cost(tok, rounds=7):
+    """Median time of the per-vocabulary token flattening every ``cfgmask.compile`` repeats today
+    (issue 8 moves it into vocabulary preparation); reported separately."""
+    from cfgmask import compiler
+    ts = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        compiler._flatten_tokens(tok.vocab)
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
 def clear_cfgmask_caches():
     from cfgmask import regex
     from cfgmask.json_schema import automata, strings
@@ -277,6 +289,7 @@ def run(limit=None, engines=("cfgmask", "llguidance", "xgrammar"), samples=3, co
         files = files[::max(1, len(files) // limit)][:limit]
     tok = Tok()
     engs = [ENGINES[e](tok) for e in engines]
+    flat = flatten_cost(tok)
     res = {e.name: collections.defaultdict(lambda: dict(ok=0, n=0, errors=collections.Counter(),
                                                          compile=[], first=[], masks=[], refused=0,
                                                          replayed=0, drawn=0, valid=0))
@@ -344,6 +357,9 @@ def run(limit=None, engines=("cfgmask", "llguidance", "xgrammar"), samples=3, co
                 except Exception:
                     ok = False
                 r["valid"] += ok
+        if "cfgmask" in handles:
+            res["cfgmask"][cat].setdefault("compile_noflat", []).append(
+                max(0.0, res["cfgmask"][cat]["compile"][-1] - flat))
         if progress:
             print(f"[{i + 1}/{len(files)}] {os.path.basename(path)}: " +
                   ", ".join(f"{e}={'ok' if e in handles else 'error'}" for e in engines),
@@ -358,7 +374,7 @@ def tables(res, engines):
                "first mask p50 | mask p50 | mask p99 | replayed (refused) | samples valid |")
     out.append("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     total = {e: dict(ok=0, n=0, compile=[], first=[], masks=[], refused=0, replayed=0, drawn=0,
-                     valid=0, errors=collections.Counter()) for e in engines}
+                     valid=0, errors=collections.Counter(), compile_noflat=[]) for e in engines}
     for cat in cats + ["**all**"]:
         for e in engines:
             if cat == "**all**":
@@ -367,14 +383,18 @@ def tables(res, engines):
                 r = res[e][cat]
                 for k in ("ok", "n", "refused", "replayed", "drawn", "valid"):
                     total[e][k] += r[k]
-                for k in ("compile", "first", "masks"):
-                    total[e][k] += r[k]
+                for k in ("compile", "first", "masks", "compile_noflat"):
+                    total[e][k] += r.get(k, [])
                 total[e]["errors"].update(r["errors"])
             errs = ", ".join(f"{k} {v}" for k, v in r["errors"].most_common(4)) or "-"
             ms = lambda xs, q: f"{1e3 * pct(xs, q):.2f} ms" if xs else "-"  # noqa: E731
             us = lambda xs, q: f"{pct(xs, q) / 1e3:.1f} µs" if xs else "-"  # noqa: E731
-            out.append(f"| {cat} | {e} | {r['ok']}/{r['n']} | {errs} | {ms(r['compile'], 50)} | "
-                       f"{ms(r['compile'], 99)} | {ms(r['first'], 50)} | {us(r['masks'], 50)} | "
+            c50, c99 = ms(r["compile"], 50), ms(r["compile"], 99)
+            if r.get("compile_noflat"):
+                c50 += f" ({ms(r['compile_noflat'], 50)})"
+                c99 += f" ({ms(r['compile_noflat'], 99)})"
+            out.append(f"| {cat} | {e} | {r['ok']}/{r['n']} | {errs} | {c50} | "
+                       f"{c99} | {ms(r['first'], 50)} | {us(r['masks'], 50)} | "
                        f"{us(r['masks'], 99)} | {r['replayed']} ({r['refused']}) | "
                        f"{r['valid']}/{r['drawn']} |")
     return "\n".join(out)
@@ -442,6 +462,89 @@ def suite_counts(engines=("cfgmask", "llguidance", "xgrammar")):
     return "\n".join(out)
 
 
+# ------------------------------------------------------------- keyword probes
+
+# (keyword, schema, a valid instance, an invalid instance): does each engine
+# compile the schema, accept the valid and refuse the invalid instance?
+PROBES = [
+    ("type", {"type": "integer"}, 1, "a"),
+    ("enum", {"enum": ["a", 1]}, 1, "b"),
+    ("const", {"const": {"a": [1]}}, {"a": [1]}, {"a": [2]}),
+    ("anyOf", {"anyOf": [{"type": "integer"}, {"type": "string"}]}, "x", None),
+    ("oneOf (disjoint cases)", {"oneOf": [{"type": "integer"}, {"type": "string"}]}, "x", None),
+    ("oneOf (overlapping cases)", {"oneOf": [{"type": "integer"}, {"minimum": 2}]}, 1, 3),
+    ("allOf", {"allOf": [{"type": "integer"}, {"minimum": 2}]}, 3, 1),
+    ("not", {"type": "integer", "not": {"const": 3}}, 2, 3),
+    ("if/then/else", {"if": {"minimum": 10}, "then": {"multipleOf": 2}, "else": {"maximum": 5},
+                      "type": "integer"}, 12, 7),
+    ("$ref (recursive)", {"type": "array", "items": {"$ref": "#"}, "maxItems": 2}, [[], [[]]], [[1]]),
+    ("properties + required", {"type": "object", "properties": {"a": {"type": "integer"}},
+                               "required": ["a"]}, {"a": 1}, {}),
+    ("additionalProperties: false", {"type": "object", "properties": {"a": {}},
+                                     "additionalProperties": False}, {"a": 1}, {"a": 1, "b": 2}),
+    ("additionalProperties: schema", {"type": "object", "additionalProperties": {"type": "integer"}},
+     {"b": 2}, {"b": "x"}),
+    ("patternProperties", {"type": "object", "patternProperties": {"^x": {"type": "integer"}}},
+     {"xa": 1}, {"xa": "s"}),
+    ("propertyNames", {"type": "object", "propertyNames": {"maxLength": 2}}, {"ab": 1}, {"abc": 1}),
+    ("minProperties/maxProperties", {"type": "object", "maxProperties": 1}, {"a": 1}, {"a": 1, "b": 2}),
+    ("dependentRequired", {"type": "object", "dependentRequired": {"a": ["b"]}}, {"a": 1, "b": 2},
+     {"a": 1}),
+    ("dependentSchemas", {"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}},
+     {"a": 1, "b": 2}, {"a": 1}),
+    ("items", {"type": "array", "items": {"type": "integer"}}, [1, 2], [1, "x"]),
+    ("prefixItems", {"type": "array", "prefixItems": [{"type": "string"}], "items": False}, ["a"],
+     ["a", 1]),
+    ("minItems/maxItems", {"type": "array", "minItems": 2, "maxItems": 2}, [1, 2], [1]),
+    ("contains", {"type": "array", "contains": {"const": 5}}, [1, 5], [1, 2]),
+    ("minContains/maxContains", {"type": "array", "contains": {"const": 5}, "maxContains": 1}, [5, 1],
+     [5, 5]),
+    ("uniqueItems", {"type": "array", "uniqueItems": True}, [1, 2], [1, 1]),
+    ("minLength/maxLength", {"type": "string", "minLength": 2, "maxLength": 3}, "ab", "abcd"),
+    ("maxLength counts characters, not bytes", {"type": "string", "maxLength": 1}, "é", "ab"),
+    ("pattern (unanchored search)", {"type": "string", "pattern": "b+"}, "abba", "ac"),
+    ("pattern + maxLength 254", {"type": "string", "pattern": "^[a-z]+@[a-z]+\\.gov$",
+                                 "maxLength": 254}, "a@b.gov", "a@b.com"),
+    ("minimum/maximum (integer)", {"type": "integer", "minimum": -5, "maximum": 120}, 120, 121),
+    ("exclusiveMinimum/exclusiveMaximum (number)", {"type": "number", "exclusiveMinimum": 0.5,
+                                                    "exclusiveMaximum": 1}, 0.75, 0.5),
+    ("multipleOf (integer)", {"type": "integer", "multipleOf": 7}, 14, 15),
+    ("multipleOf (decimal)", {"type": "number", "multipleOf": 0.25}, 1.75, 1.8),
+] + [(f"format: {f}", {"type": "string", "format": f}, good, bad) for f, good, bad in [
+    ("date-time", "2024-01-01T10:00:00Z", "2024-13-01T10:00:00Z"), ("date", "2024-02-29", "2023-02-29"),
+    ("time", "10:20:30Z", "25:00:00Z"), ("duration", "P1DT2H", "P1H"), ("email", "a@b.co", "ab.co"),
+    ("hostname", "a.example", "-a.example"), ("ipv4", "10.0.0.1", "10.0.0.256"),
+    ("ipv6", "::1", "1:::1"), ("uri", "https://a.b/c", "a b"),
+    ("uuid", "2eb8aa08-aa98-11ea-b4aa-73b441d16380", "2eb8aa08")]]
+
+
+def keyword_probes(engines=("cfgmask", "llguidance", "xgrammar")):
+    """One row per probe: for each engine "exact", "ignored" (accepts the invalid instance),
+    "refused" (compile error) or "too strict" (rejects the valid instance)."""
+    from cfgmask.json_schema.serialize import dumps
+    tok = Tok()
+    engs = [ENGINES[e](tok) for e in engines]
+    out = ["| keyword | " + " | ".join(e.name for e in engs) + " |",
+           "|---|" + "---|" * len(engs)]
+    for kw, schema, good, bad in PROBES:
+        cells = []
+        for eng in engs:
+            try:
+                h = eng.compile(schema)
+            except Exception:
+                cells.append("refused")
+                continue
+
+            def ok(v):
+                ids = tok.encode(dumps(v, "compact"))
+                return replay(eng, h, ids, tok.eos, [])
+            g, b = ok(good), ok(bad)
+            cells.append("exact" if g and not b else "ignored" if g and b else
+                         "too strict" if not g and not b else "wrong")
+        out.append(f"| {kw} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--limit", type=int, default=None, help="only this many schemas, spread evenly")
@@ -449,14 +552,20 @@ def main(argv=None):
     ap.add_argument("--engines", default="cfgmask,llguidance,xgrammar")
     ap.add_argument("--cold", action="store_true", help="clear cfgmask's automaton memo per schema")
     ap.add_argument("--suite", action="store_true", help="JSON-Schema-Test-Suite counts per keyword")
+    ap.add_argument("--keywords", action="store_true", help="probe each engine keyword by keyword")
     args = ap.parse_args(argv)
     engines = tuple(args.engines.split(","))
+    if args.keywords:
+        print(keyword_probes(engines))
+        return 0
     if args.suite:
         print(suite_counts(engines))
         return 0
     res = run(args.limit, engines, args.samples, args.cold)
     print(f"JSONSchemaBench public schemas, SmolLM2 tokenizer, {args.samples} samples per schema and "
-          f"engine, cfgmask memo {'cleared per schema' if args.cold else 'warm'}\n")
+          f"engine, cfgmask memo {'cleared per schema' if args.cold else 'warm'}; cfgmask compile in "
+          f"parentheses: without the per-vocabulary token flattening that cfgmask.compile repeats "
+          f"today\n")
     print(tables(res, engines))
     return 0
 

@@ -222,15 +222,27 @@ class Grammar:
 
 
 def _nullable(n_symbols, rules):
-    nullable = np.zeros(n_symbols, dtype=np.bool_)
-    changed = True
-    while changed:
-        changed = False
-        for a, body in rules:
-            if not nullable[a] and all(nullable[s] for s in body):
+    # worklist: each rule counts its body symbols not yet known nullable (linear time)
+    nullable = [False] * n_symbols
+    missing = []
+    users = {}
+    todo = []
+    for r, (a, body) in enumerate(rules):
+        missing.append(len(body))
+        for s in body:
+            users.setdefault(s, []).append(r)
+        if not body and not nullable[a]:
+            nullable[a] = True
+            todo.append(a)
+    while todo:
+        s = todo.pop()
+        for r in users.get(s, ()):
+            missing[r] -= 1
+            a = rules[r][0]
+            if missing[r] == 0 and not nullable[a]:
                 nullable[a] = True
-                changed = True
-    return nullable
+                todo.append(a)
+    return np.asarray(nullable, dtype=np.bool_)
 
 
 def _normalise(parser, start, word_boundary, source):

@@ -349,7 +349,23 @@ def literal_set_dfa(values, complement=False, canonical=False):
     trimmed (every state leads to a member, or to the free states), so no
     clean-up pass is needed.
     """
-    values = sorted(set(values))
+    key = (tuple(sorted(set(values))), complement, canonical)
+    hit = _LITERAL_CACHE.get(key)
+    if hit is not None:
+        if not complement:
+            remember_dfa(hit[1], hit[0])  # (again: the memo may have dropped it)
+        return hit  # complements: the caller pins them
+    res = _literal_set_dfa(list(key[0]), complement, canonical)
+    if len(_LITERAL_CACHE) >= _SETOP_CACHE_SIZE:
+        del _LITERAL_CACHE[next(iter(_LITERAL_CACHE))]
+    _LITERAL_CACHE[key] = res
+    return res
+
+
+_LITERAL_CACHE = {}
+
+
+def _literal_set_dfa(values, complement, canonical):
     for v in values:
         S._check_scalar_values(v)
     any_text = S.any_string(canonical)

@@ -705,15 +705,27 @@ class Builder:
         """The cleaned-up :class:`Grammar` (productive, reachable), automata registered."""
         rules = self.rules
         n_nt = len(self.nt_names)
+        # productive nonterminals, worklist style: each rule counts its unproven nonterminals
         productive = [False] * n_nt
-        changed = True
-        while changed:
-            changed = False
-            for lhs, body in rules:
-                li = lhs >> 1
-                if not productive[li] and all(not (x & 1) or productive[x >> 1] for x in body):
+        missing = []
+        users = {}
+        todo = []
+        for r, (lhs, body) in enumerate(rules):
+            nts = [x >> 1 for x in body if x & 1]
+            missing.append(len(nts))
+            for b in nts:
+                users.setdefault(b, []).append(r)
+            if not nts and not productive[lhs >> 1]:
+                productive[lhs >> 1] = True
+                todo.append(lhs >> 1)
+        while todo:
+            b = todo.pop()
+            for r in users.get(b, ()):
+                missing[r] -= 1
+                li = rules[r][0] >> 1
+                if missing[r] == 0 and not productive[li]:
                     productive[li] = True
-                    changed = True
+                    todo.append(li)
         root = start_sym >> 1
         if not productive[root]:
             raise GrammarError("JSON schema: no instance can satisfy this schema (its grammar "

@@ -744,9 +744,13 @@ class Normalizer:
                 alts.append(Bool(vals))
         num.excluded = [v for v in excluded if json_type(v) == "number"]
         st.excluded = [v for v in excluded if json_type(v) == "string"]
+        # an excluded object/array matters only if the rest of the conjunction allows it
+        # (in-place references are skipped too: their targets are atoms of their own)
+        others = frozenset(atom(*_with(split_atom(a), "x-cfgmask-not-in", "x-cfgmask-ptr", "$ref",
+                                       "allOf")) for a in atoms)
         for v in excluded:
             if json_type(v) in ("object", "array") and json_type(v) in types and \
-                    self._valid_all(v, frozenset(atoms)):
+                    self._valid_all(v, others):
                 self.fail("not", "", f"excluding the {json_type(v)} value {v!r} cannot be expressed")
         if "number" in types or "integer" in types:
             num.integer = num.integer or "number" not in types
@@ -977,6 +981,11 @@ class Normalizer:
         except Unsupported as e:
             self.fail("patternProperties", pointer, e.why)
             return False
+
+
+def _with(pointer_skip, *keywords):
+    p, skip = pointer_skip
+    return p, skip | set(keywords)
 
 
 def _finish_number(num):

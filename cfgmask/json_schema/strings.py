@@ -342,6 +342,7 @@ def length_regex(lo, hi):
     return f"{ANY_DECODED}{{{lo},{hi}}}"
 
 
+@lru_cache(maxsize=4096)
 def width(decoded):
     """``(min, max)`` length in characters of what ``decoded`` matches (max None: unbounded)."""
     lo, hi = _sre_parse.parse(decoded, 0).getwidth()
