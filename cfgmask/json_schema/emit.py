@@ -735,16 +735,8 @@ class Builder:
         by_lhs = {}
         for lhs, body in kept:
             by_lhs.setdefault(lhs >> 1, []).append(body)
-        reach = {root}
-        todo = [root]
-        while todo:
-            a = todo.pop()
-            for body in by_lhs.get(a, ()):
-                for x in body:
-                    if x & 1 and (x >> 1) not in reach:
-                        reach.add(x >> 1)
-                        todo.append(x >> 1)
-        # number: terminals in first use order, nonterminals likewise ($start first)
+        # number from the root (breadth first, so only reachable symbols are kept):
+        # terminals in first use order, nonterminals likewise ($start first)
         order_nt = ["$start"]
         nt_new = {}
         term_new = {}
