@@ -5,7 +5,8 @@ Runs the default model (SmolLM2-135M-Instruct, CPU) constrained by a small
 schema (name, age, colors) and by the generation form of the plain JSON
 grammar (``cfgmask.json_schema.json_grammar``), in each whitespace style, at
 temperature 0 and 0.7, with the settings ``cfgmask generate`` uses
-(repetition penalty 1.2, the schema in the system prompt), and reports per
+(repetition penalty 1.2, system prompt "Reply with JSON only."; with
+``--schema-in-prompt`` the schema is in it too), and reports per
 style: how many runs ended with EOS within ``--max-new-tokens``, how many of
 those outputs are valid (``json.loads`` + the ``jsonschema`` package), and
 the mean number of tokens.  Prints a Markdown table.
@@ -44,6 +45,9 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=2, help="sampled runs per prompt at temperature 0.7")
     ap.add_argument("--styles", default="compact,pretty,flexible")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--schema-in-prompt", action="store_true",
+                    help="put the schema in the system prompt (default: 'Reply with JSON only.', "
+                         "what cfgmask generate --schema does)")
     args = ap.parse_args(argv)
 
     import jsonschema
@@ -52,7 +56,7 @@ def main(argv=None):
     from cfgmask import models
     from cfgmask.hf import GrammarLogitsProcessor
     from cfgmask.json_schema import compile_schema, json_grammar
-    from cfgmask.json_schema.cli import SYSTEM_PROMPT
+    from cfgmask.json_schema.cli import SCHEMA_PROMPT, SYSTEM_PROMPT
     from cfgmask.vocab import Vocabulary
 
     if args.threads:
@@ -89,8 +93,8 @@ def main(argv=None):
                                         SMALL_SCHEMA),
                                        ("json", json_grammar(style), True)):
             compiled = compile_grammar(grammar, vocab)
-            system = (SYSTEM_PROMPT.format(schema=json.dumps(SMALL_SCHEMA, separators=(",", ":")))
-                      if gname == "schema" else "You are a helpful assistant. Reply with JSON only.")
+            system = (SCHEMA_PROMPT.format(schema=json.dumps(SMALL_SCHEMA, separators=(",", ":")))
+                      if gname == "schema" and args.schema_in_prompt else SYSTEM_PROMPT)
             for temperature in (0.0, 0.7):
                 seeds = [0] if not temperature else list(range(args.seeds))
                 done = valid = tokens = total = 0
@@ -115,7 +119,8 @@ def main(argv=None):
                 rows.append((style, gname, temperature, f"{done}/{total}", f"{valid}/{total}",
                              f"{tokens / total:.0f}", f"{time.perf_counter() - t0:.0f}"))
     print(f"model {info['name']}, max_new_tokens={args.max_new_tokens}, repetition penalty 1.2, "
-          f"{len(PROMPTS)} prompts, temperature 0.7: {args.seeds} seeds per prompt\n")
+          f"{len(PROMPTS)} prompts, temperature 0.7: {args.seeds} seeds per prompt, schema in the "
+          f"system prompt: {args.schema_in_prompt}\n")
     print("| style | grammar | temperature | ended (EOS) | valid | mean tokens | seconds |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for r in rows:

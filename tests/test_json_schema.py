@@ -480,3 +480,24 @@ def test_logits_processor_takes_a_compiled_schema():
         if t == 256:
             break
     assert bytes(out[:-1]) == b'"no"' and out[-1] == 256
+
+
+from tests.test_cli import tiny_model_dir  # noqa: E402,F401  (fixture: a tiny random Llama)
+
+
+def test_cli_generate_schema(tiny_model_dir, tmp_path, capsys):  # noqa: F811
+    """``cfgmask generate --schema``: the only valid document comes out, checked by the oracles."""
+    from cfgmask import cli
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps({"type": "object", "properties": {"a": {"const": [1, "x"]}},
+                             "required": ["a"], "additionalProperties": False}))
+    rc = cli.main(["generate", "--model", str(tiny_model_dir), "--schema", str(p),
+                   "--max-new-tokens", "30", "--threads", "1", "-q", "go"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert out == '{"a":[1,"x"]}\n'
+    rc = cli.main(["generate", "--model", str(tiny_model_dir), "--schema", str(p), "--whitespace",
+                   "pretty", "--max-new-tokens", "30", "--threads", "1", "-q", "go"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert json.loads(out) == {"a": [1, "x"]} and out.startswith('{\n  "a": [\n    1,')

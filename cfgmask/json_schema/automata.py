@@ -56,7 +56,7 @@ def _finish(trans, accepting, pattern, minimize=True):
     new_id = np.where(live, np.cumsum(live) - 1, -1)
     trans = np.where(trans >= 0, new_id[np.maximum(trans, 0)], -1)[live].astype(np.int32)
     accepting = accepting[live]
-    if minimize and trans.shape[0] <= 1000:
+    if minimize and trans.shape[0] <= 300:  # (minimality only saves union states at run time)
         trans, accepting = _moore(trans, accepting)
     return ByteDFA(np.ascontiguousarray(trans), accepting, pattern=pattern)
 
@@ -115,7 +115,7 @@ def accepts(dfa, data):
 
 # -------------------------------------------------------------- products
 
-def product(a, b, mode, pattern):
+def product(a, b, mode, pattern, minimize=True):
     """``a`` and ``b`` (``"and"``), ``a`` and not ``b`` (``"minus"``) or either (``"or"``)."""
     na, nb = a.n_states, b.n_states
     # explicit non-accepting sinks (index na / nb) stand for "dead on this side"
@@ -172,7 +172,7 @@ def product(a, b, mode, pattern):
         accepting = acc_a & ~acc_b
     else:
         accepting = acc_a | acc_b
-    return _finish(trans, accepting, pattern)
+    return _finish(trans, accepting, pattern, minimize)
 
 
 def union(a, a_text, b, b_text, owner):

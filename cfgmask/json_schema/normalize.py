@@ -502,7 +502,7 @@ class Normalizer:
             da, _ = string_dfa(a, self, [], True)
             db, _ = string_dfa(b, self, [], True)
             from .automata import is_empty, product
-            return is_empty(product(da, db, "and", "(?!)"))
+            return is_empty(product(da, db, "and", "(?!)", minimize=False))
         except Unsupported:
             return False
 
