@@ -19,9 +19,7 @@ both escape modes for the test suite, all schemas with more samples).
 """
 
 import json
-import os
 import random
-from pathlib import Path
 
 import pytest
 

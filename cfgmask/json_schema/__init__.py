@@ -23,7 +23,8 @@ The package splits the job: ``loader`` (documents, drafts, ``$ref``),
 ``normalize`` (schemas -> typed alternatives), ``strings`` and ``numbers``
 (scalar languages as regexes), ``automata`` (direct DFA constructions and
 set operations), ``emit`` (alternatives -> grammar rules), ``validate``
-(instances).
+(instances), ``serialize`` (values written the way a schema grammar accepts
+them), ``cli`` (``cfgmask check/generate --schema``).
 """
 
 import time

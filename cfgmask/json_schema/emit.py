@@ -239,6 +239,9 @@ class Builder:
         self.rules = []          # (lhs nt, [symbols]): terminal t -> 2t, nonterminal n -> 2n+1
         self.queue = []
         self._puncts = {}
+        self._names = set()      # terminal names in use
+        self._families = {}      # (alternative, depth) -> id of its object/array rules
+        self._region_cache = {}
         self._counter = 0
 
     # ---- symbols
@@ -248,18 +251,13 @@ class Builder:
             tid = self.term_ids[text] = len(self.term_names)
             base = name
             n = 0
-            while name in self._used_names():
+            while name in self._names:
                 n += 1
                 name = f"{base}_{n}"
             self.term_names.append(name)
             self._names.add(name)
             self.term_patterns.append(text)
         return 2 * tid
-
-    def _used_names(self):
-        if not hasattr(self, "_names"):
-            self._names = set()
-        return self._names
 
     def nt(self, key, name):
         nid = self.nt_ids.get(key)
@@ -506,9 +504,7 @@ class Builder:
     # ---- objects
     def _region_key(self, spec):
         """Terminal of the keys of an additional-properties region, or None if there are none."""
-        cache = getattr(self, "_region_cache", None)
-        if cache is None:
-            cache = self._region_cache = {}
+        cache = self._region_cache
         ck = (tuple(spec.patterns_in), tuple(spec.patterns_out), spec.excluded, tuple(spec.names_conjs))
         if ck in cache:
             return cache[ck]
@@ -564,7 +560,7 @@ class Builder:
 
     def _family(self, alt, depth):
         """A per-(alternative, depth) id, so that a family of object/array rules is built once."""
-        ids = self.__dict__.setdefault("_families", {})
+        ids = self._families
         key = (id(alt), self._depth(depth))
         if key in ids:
             return ids[key], False

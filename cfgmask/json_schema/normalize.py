@@ -29,7 +29,6 @@ How a conjunction becomes alternatives:
 refused (``strict``) or dropped with a warning.
 """
 
-from decimal import Decimal
 from math import gcd
 
 from ..errors import GrammarError
@@ -295,8 +294,6 @@ class Normalizer:
         cands = None
         for a in atoms:
             s, p, skip = self.schema(a)
-            for k in ("const", "enum", "x-cfgmask-not-in"):
-                pass
             if "const" in s and "const" not in skip:
                 vals = [s["const"]]
             elif "enum" in s and "enum" not in skip:
@@ -402,8 +399,6 @@ class Normalizer:
         absent = doc.add_synthetic(f"absent({name})", {"properties": {name: False}})
         present = doc.add_synthetic(f"present({name},{','.join(reqs)})",
                                     {"required": [name] + list(reqs)})
-        others = {n: (d if sub_ is None else doc.get(sub_)) for n, d, sub_ in
-                  [(n, r, sb) for n, r, sb in entries[1:]]}
         extra = []
         if len(entries) > 1:
             # the remaining entries, re-expressed as dependentSchemas/Required on a synthetic schema
@@ -415,7 +410,6 @@ class Normalizer:
                     rest_schema["dependentSchemas"][n] = {"x-cfgmask-ptr": sb}
             rest_schema = {kk: vv for kk, vv in rest_schema.items() if vv}
             extra = [doc.add_synthetic(f"deps({p},{k},{len(entries) - 1})", rest_schema)]
-        del others
         yes = [present] + ([sub] if sub is not None else []) + extra
         no = [absent] + extra
         return [no, yes]
@@ -929,9 +923,8 @@ class Normalizer:
                     if s["additionalProperties"] is False:
                         allowed = False
                     conj.add(child(p, "additionalProperties"))
-            for nc in name_conjs:
-                if not all(self._valid_all(n, nc) for _ in (0,)):
-                    allowed = False
+            if not all(self._valid_all(n, nc) for nc in name_conjs):
+                allowed = False  # propertyNames refuses it
             if not allowed:
                 forbidden.add(n)
                 if n in required:
@@ -1031,5 +1024,3 @@ def integer_modulus(multiples):
         k = lcm(k, step)
     return k
 
-
-Decimal  # re-exported for emit
