@@ -111,6 +111,11 @@ _SOURCE = {"built": "built", "disk": "from the disk cache", "memory": "from memo
 
 def cmd_check(args):
     from .lexer import LexerSpec
+    if args.schema:
+        from .json_schema.cli import check_schema
+        return check_schema(args.schema, args.whitespace, args.verbose)
+    if args.grammar is None:
+        raise ConfigurationError("check needs a GRAMMAR or --schema FILE.json")
     t0 = time.perf_counter()
     src = GrammarSource(args.grammar, start=args.start)
     g = src.grammar
@@ -242,16 +247,22 @@ def _generate_jump(sess, enc, args):
 
 
 def cmd_generate(args):
-    profile = "full" if args.full_language else "generate"
-    opts = {}
-    if args.tables:
-        if args.grammar != "sql" or args.full_language:
-            raise ConfigurationError("--tables needs --grammar sql and its generation profile")
-        opts["tables"] = [t.strip() for t in args.tables.split(",") if t.strip()]
-    src = GrammarSource(args.grammar, start=args.start, profile=profile, **opts)
+    if args.schema:
+        from .json_schema.cli import SchemaSource
+        src = SchemaSource(args.schema, args.whitespace)
+        default_system = src.system_prompt()
+    else:
+        profile = "full" if args.full_language else "generate"
+        opts = {}
+        if args.tables:
+            if args.grammar != "sql" or args.full_language:
+                raise ConfigurationError("--tables needs --grammar sql and its generation profile")
+            opts["tables"] = [t.strip() for t in args.tables.split(",") if t.strip()]
+        src = GrammarSource(args.grammar, start=args.start, profile=profile, **opts)
+        default_system = DEFAULT_SYSTEM.get(args.grammar)
     sess = Session(args, src, quiet=args.quiet)
     _seed(args.seed)
-    system = args.system if args.system is not None else DEFAULT_SYSTEM.get(args.grammar)
+    system = args.system if args.system is not None else default_system
     enc = sess.encode_prompt(args.prompt, system=system or None, chat=not args.no_chat_template)
     res = _generate_jump(sess, enc, args)
     text = res["text"]
@@ -448,6 +459,13 @@ def _add_model_args(p):
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
+def _add_schema_args(p):
+    p.add_argument("--schema", metavar="FILE.json", default=None,
+                   help="constrain to a JSON schema instead of a grammar (docs/json-schema.md)")
+    p.add_argument("--whitespace", default=None, choices=("compact", "pretty", "flexible"),
+                   help="JSON layout for --schema (default: cfgmask.json_schema.DEFAULT_WHITESPACE)")
+
+
 def build_parser():
     ap = argparse.ArgumentParser(
         prog="cfgmask", description="Grammar-constrained decoding with exact token masks.")
@@ -455,7 +473,9 @@ def build_parser():
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("check", help="load a grammar and show its rules, terminals and automata")
-    p.add_argument("grammar", metavar="GRAMMAR", help="a .lark file or a builtin name (json, sql, javascript)")
+    p.add_argument("grammar", metavar="GRAMMAR", nargs="?",
+                   help="a .lark file or a builtin name (json, sql, javascript)")
+    _add_schema_args(p)
     p.add_argument("--start", default="start", help="start rule (default: start)")
     p.add_argument("-v", "--verbose", action="store_true", help="also dump the flattened rules")
     p.set_defaults(func=cmd_check)
@@ -481,6 +501,7 @@ def build_parser():
     p.add_argument("--no-jump-forward", action="store_true",
                    help="sample every token (default: text the grammar forces is appended without sampling)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or timing on stderr")
+    _add_schema_args(p)
     _add_model_args(p)
     p.set_defaults(func=cmd_generate)
 

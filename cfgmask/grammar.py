@@ -208,6 +208,23 @@ class Grammar:
                              word_boundary=word_boundary, source=str(path))
 
     @classmethod
+    def from_json_schema(cls, schema, *, whitespace=None, strict=True, escapes=None):
+        """A grammar whose language is exactly the instances valid under a JSON schema.
+
+        ``schema``: a dict, JSON text or a path.  ``whitespace``: ``"compact"``,
+        ``"pretty"`` or ``"flexible"`` (default:
+        ``cfgmask.json_schema.DEFAULT_WHITESPACE``).  ``strict=False``
+        over-approximates what cannot be compiled exactly, with a warning.
+        ``escapes``: ``"canonical"`` (default: strings as ``json.dumps`` spells
+        them) or ``"any"`` (every RFC 8259 spelling).  See
+        :mod:`cfgmask.json_schema` and docs/json-schema.md.
+        """
+        from . import json_schema
+        ws = json_schema.DEFAULT_WHITESPACE if whitespace is None else whitespace
+        esc = json_schema.DEFAULT_ESCAPES if escapes is None else escapes
+        return json_schema.compile_schema(schema, whitespace=ws, strict=strict, escapes=esc)
+
+    @classmethod
     def builtin(cls, name, profile=None, **options):
         """One of the bundled grammars: ``"json"``, ``"sql"`` or ``"javascript"``.
 
@@ -251,15 +268,27 @@ def _iter_or_none(x):
 
 
 def _nullable(n_symbols, rules):
-    nullable = np.zeros(n_symbols, dtype=np.bool_)
-    changed = True
-    while changed:
-        changed = False
-        for a, body in rules:
-            if not nullable[a] and all(nullable[s] for s in body):
+    # worklist: each rule counts its body symbols not yet known nullable (linear time)
+    nullable = [False] * n_symbols
+    missing = []
+    users = {}
+    todo = []
+    for r, (a, body) in enumerate(rules):
+        missing.append(len(body))
+        for s in body:
+            users.setdefault(s, []).append(r)
+        if not body and not nullable[a]:
+            nullable[a] = True
+            todo.append(a)
+    while todo:
+        s = todo.pop()
+        for r in users.get(s, ()):
+            missing[r] -= 1
+            a = rules[r][0]
+            if missing[r] == 0 and not nullable[a]:
                 nullable[a] = True
-                changed = True
-    return nullable
+                todo.append(a)
+    return np.asarray(nullable, dtype=np.bool_)
 
 
 def _normalise(parser, start, word_boundary, source):

@@ -87,7 +87,7 @@ try:  # Python >= 3.11
 except ImportError:  # pragma: no cover - older Pythons
     import sre_parse as _sre_parse
 
-__all__ = ["ByteDFA", "compile_regex", "byte_classes"]
+__all__ = ["ByteDFA", "compile_regex", "remember_dfa", "byte_classes"]
 
 _C = _sre_parse  # opcodes and flags are re-exported by the parser module
 LITERAL, NOT_LITERAL, ANY, IN = _C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN
@@ -1036,8 +1036,66 @@ def _renumber_bfs(trans, accepting, follow):
 # Public entry points
 # ---------------------------------------------------------------------------
 
-_MEMO_SIZE = 512
-_memo = {}  # (pattern, max_states) -> ByteDFA with read-only arrays; failures are not kept
+# Process-level memo of terminal automata, keyed by pattern text.  Building a
+# DFA is pure Python; grammars generated from JSON schemas reuse the same few
+# terminals (strings, numbers, keys) over and over.  ByteDFAs are never
+# mutated after construction, so sharing one between grammars is safe.
+_DFA_MEMO = {}          # pattern -> ByteDFA (insertion order = age; oldest evicted)
+_DFA_MEMO_SIZE = 4096
+_DFA_PINNED = {}        # pattern -> [ByteDFA, owners]: automata compile_regex cannot build itself
+
+
+def remember_dfa(pattern: str, dfa: ByteDFA, owner=None) -> None:
+    """Register ``dfa`` as the automaton of ``pattern`` for :func:`compile_regex`.
+
+    The caller guarantees that ``dfa`` accepts exactly the full-match
+    language of ``pattern`` (``cfgmask.json_schema`` builds some automata
+    directly, faster than the regex pipeline).  Without ``owner`` the entry
+    lives in the bounded memo.  With ``owner`` (an object that supports weak
+    references, e.g. the :class:`~cfgmask.grammar.Grammar` that uses the
+    terminal) the entry is pinned until every owner is garbage collected:
+    that is for patterns whose automaton ``compile_regex`` could not rebuild
+    from the text (intersections written with lookaheads).
+    """
+    if owner is None:
+        _memo_put(pattern, dfa)
+        return
+    import weakref
+    entry = _DFA_PINNED.get(pattern)
+    if entry is None:
+        entry = _DFA_PINNED[pattern] = [dfa, 0]
+    entry[1] += 1
+    weakref.finalize(owner, _unpin_dfa, pattern)
+
+
+def _unpin_dfa(pattern):
+    entry = _DFA_PINNED.get(pattern)
+    if entry is not None:
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del _DFA_PINNED[pattern]
+
+
+def _memo_put(pattern, dfa):
+    if len(_DFA_MEMO) >= _DFA_MEMO_SIZE:
+        del _DFA_MEMO[next(iter(_DFA_MEMO))]
+    _DFA_MEMO[pattern] = dfa
+
+
+def _memo_get(pattern, name, max_states):
+    entry = _DFA_PINNED.get(pattern)
+    dfa = entry[0] if entry is not None else _DFA_MEMO.get(pattern)
+    if dfa is None:
+        return None
+    if dfa.n_states > max_states:
+        raise _too_large(name, max_states, "DFA")
+    if dfa.name != name:  # same tables, the caller's name for messages
+        renamed = ByteDFA.__new__(ByteDFA)
+        for slot in ByteDFA.__slots__:
+            setattr(renamed, slot, getattr(dfa, slot))
+        renamed.name = name
+        dfa = renamed
+    return dfa
 
 
 def compile_regex(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
@@ -1045,23 +1103,16 @@ def compile_regex(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_S
 
     Raises :class:`GrammarError` naming ``name`` and the construct when the
     pattern uses something a DFA cannot express here, or when the automaton
-    would need more than ``max_states`` states.  Results are memoised per
-    ``(pattern, max_states)`` in the process (grammars built from one
-    template share most terminals); the arrays are read-only.
+    would need more than ``max_states`` states.  Results are memoised by
+    pattern text (see :func:`remember_dfa`).
     """
-    key = (pattern, int(max_states))
-    dfa = _memo.get(key)
-    if dfa is None:
-        dfa = _compile_regex(pattern, name, max_states)
-        dfa.trans.flags.writeable = False
-        dfa.accepting.flags.writeable = False
-        if len(_memo) >= _MEMO_SIZE:
-            _memo.pop(next(iter(_memo)))
-        _memo[key] = dfa
-    if dfa.name != name:
-        dfa = ByteDFA(dfa.trans, dfa.accepting, pattern=pattern, name=name,
-                      follow_forbidden=dfa.follow_forbidden,
-                      follow_forbidden_at_eos=dfa.follow_forbidden_at_eos)
+    cached = _memo_get(pattern, name, max_states)
+    if cached is not None:
+        return cached
+    dfa = _compile_regex(pattern, name, max_states)
+    dfa.trans.flags.writeable = False      # shared between grammars from now on
+    dfa.accepting.flags.writeable = False
+    _memo_put(pattern, dfa)
     return dfa
 
 

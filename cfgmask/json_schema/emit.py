@@ -1,0 +1,772 @@
+"""IR (``normalize.Node``) -> a flat :class:`~cfgmask.grammar.Grammar`, built directly.
+
+No Lark text is produced: the rules and terminal patterns go straight into
+the ``Grammar`` constructor, and terminal automata built here are handed to
+the regex memo (``regex.remember_dfa``), so ``cfgmask.compile`` finds them.
+
+Layout (one whitespace style, see :data:`STYLES`):
+
+* a value position is one nonterminal per (conjunction, depth); depth only
+  matters for ``pretty`` (indentation), capped at :data:`PRETTY_MAX_DEPTH`;
+* scalars are single terminals (a whole string literal ``"..."``, a number);
+  strings longer than :data:`MAX_STRING_DFA` characters are split into
+  64-character chunk lexemes between two quote lexemes;
+* objects list the declared properties in schema order (each optional one may
+  be skipped), then the additional properties, counted when
+  ``minProperties``/``maxProperties`` need it; arrays count positions.
+
+Lexing is greedy over the union of the terminals allowed at a point, so every
+place where two terminals meet must be a place where neither can continue:
+structural punctuation never extends a value, keys are whole quoted strings,
+and chunked strings are used only where no other string can start.
+
+Invariants of the result: exactly the instances of the normalised schema,
+written in the chosen style (docs/json-schema.md), no leading or trailing
+whitespace; every rule productive and reachable.
+"""
+
+import json
+
+from ..errors import GrammarError
+from ..grammar import Grammar
+from ..regex import compile_regex, remember_dfa
+from . import automata as A
+from . import numbers as N
+from . import strings as S
+from .errors import Unsupported
+from .normalize import integer_modulus
+from .validate import json_type
+
+STYLES = ("compact", "pretty", "flexible")
+# How strings are spelled: "canonical" = what json.dumps(ensure_ascii=False) writes
+# (one spelling per value), "any" = every spelling RFC 8259 allows.
+ESCAPES = ("canonical", "any")
+DEFAULT_ESCAPES = "canonical"
+DEFAULT_STYLE = "compact"
+FLEXIBLE_MAX_RUN = 8          # at most this many whitespace characters in one place
+PRETTY_INDENT = 2
+PRETTY_MAX_DEPTH = 16         # deeper levels keep the indentation of this level
+MAX_STRING_DFA = 256          # longer maxLength: chunked
+CHUNK = 64
+MAX_ITEMS_UNROLLED = 100_000
+
+
+def _ws_class():
+    return f"[ \\t\\n\\r]{{0,{FLEXIBLE_MAX_RUN}}}"
+
+
+class Punct:
+    """Terminal texts of the structural characters in one style at one depth."""
+
+    def __init__(self, style, depth):
+        if style == "compact":
+            self.empty_obj, self.open_obj, self.close_obj = r"\{\}", r"\{", r"\}"
+            self.empty_arr, self.open_arr, self.close_arr = r"\[\]", r"\[", r"\]"
+            self.comma, self.colon = ",", ":"
+        elif style == "pretty":
+            inner = "\\n" + " " * (PRETTY_INDENT * (depth + 1))
+            outer = "\\n" + " " * (PRETTY_INDENT * depth)
+            self.empty_obj, self.open_obj, self.close_obj = r"\{\}", r"\{" + inner, outer + r"\}"
+            self.empty_arr, self.open_arr, self.close_arr = r"\[\]", r"\[" + inner, outer + r"\]"
+            self.comma, self.colon = "," + inner, ": "
+        elif style == "flexible":
+            w = _ws_class()
+            self.empty_obj, self.open_obj, self.close_obj = rf"\{{{w}\}}", rf"\{{{w}", rf"{w}\}}"
+            self.empty_arr, self.open_arr, self.close_arr = rf"\[{w}\]", rf"\[{w}", rf"{w}\]"
+            self.comma, self.colon = f"{w},{w}", f"{w}:{w}"
+        else:
+            raise ValueError(style)
+
+
+_PUNCT_NAMES = {"empty_obj": "EMPTY_OBJECT", "open_obj": "LBRACE", "close_obj": "RBRACE",
+                "empty_arr": "EMPTY_ARRAY", "open_arr": "LSQB", "close_arr": "RSQB",
+                "comma": "COMMA", "colon": "COLON"}
+
+
+# ------------------------------------------------------------ scalar automata
+
+def _compile(text, name, keyword):
+    """``compile_regex``, with a too-large automaton reported as :class:`Unsupported` ``keyword``."""
+    try:
+        return compile_regex(text, name=name)
+    except GrammarError as e:
+        raise Unsupported(keyword, str(e)) from None
+
+
+def string_dfa(st, norm, pins, canonical=False):
+    """``(dfa, text)`` of a :class:`~.normalize.Str` alternative as one whole-string terminal."""
+    positives = []  # (dfa, text)
+    widths = []
+    for pattern, ptr in st.patterns:
+        dec = S.pattern_to_decoded(pattern)
+        widths.append(S.width(dec))
+        text = S.text_regex(dec, canonical)
+        positives.append((_compile(text, "pattern", "pattern"), text))
+    for f in st.formats:
+        dec = S.FORMATS[f]
+        widths.append(S.width(dec))
+        text = S.text_regex(dec, canonical)
+        positives.append((_compile(text, f"format {f}", "format"), text))
+    lo, hi = st.lo, st.hi
+    implied = any(w[0] >= lo and (hi is None or (w[1] is not None and w[1] <= hi)) for w in widths)
+    if (lo, hi) != (0, None) and not implied:
+        if hi is None:
+            text = f'"{S.json_char(canonical)}{{{lo},}}"'
+            positives.append((compile_regex(text, name="string length"), text))
+        elif hi <= MAX_STRING_DFA or not positives:
+            # the product grows like (pattern states) x (hi + 1): give up early when too big
+            est = max((d.n_states for d, _ in positives), default=1) * (hi + 1)
+            if positives and est > A.MAX_STATES:
+                raise Unsupported("maxLength", f"maxLength {hi} with a pattern or format needs about "
+                                  f"{est} automaton states")
+            if hi > 4 * MAX_STRING_DFA:
+                raise Unsupported("maxLength", f"maxLength {hi} together with other string "
+                                  f"constraints needs a {hi}-character automaton")
+            positives.append(A.bounded_string_dfa(lo, hi, canonical=canonical))
+        else:
+            raise Unsupported("maxLength", f"maxLength {hi} together with a pattern or format "
+                              f"needs a {hi}-character automaton")
+    # (the emitter then tries spelling such strings character by character)
+    if not positives:
+        any_text = S.any_string(canonical)
+        positives.append((compile_regex(any_text, name="string"), any_text))
+    dfa, text = A.intersect_all([d for d, _ in positives], [t for _, t in positives], pins)
+    negatives = []
+    for pattern, ptr in st.not_patterns:
+        t = S.text_regex(S.pattern_to_decoded(pattern), canonical)
+        negatives.append((compile_regex(t, name="pattern"), t))
+    for f in st.not_formats:
+        t = S.text_regex(S.FORMATS[f], canonical)
+        negatives.append((compile_regex(t, name=f"format {f}"), t))
+    if st.excluded:
+        negatives.append(A.literal_set_dfa(st.excluded, canonical=canonical))
+    for nd, nt in negatives:
+        dfa, text = A.subtract(dfa, text, nd, nt, pins)
+    if dfa.n_states > A.MAX_STATES:
+        raise Unsupported("maxLength" if st.hi is not None else "pattern",
+                          f"the string automaton has {dfa.n_states} states (limit {A.MAX_STATES})")
+    return dfa, text
+
+
+def needs_chunks(st):
+    return (st.hi is not None and st.hi > MAX_STRING_DFA and not st.patterns and not st.formats
+            and not st.not_patterns and not st.not_formats and not st.excluded)
+
+
+def number_dfa(num, pins):
+    """``(dfa, text)`` of a :class:`~.normalize.Num` alternative, or None if empty."""
+    if num.integer:
+        lo, hi = N.integer_bounds(num.lo, num.lo_excl, num.hi, num.hi_excl)
+        text = N.integer_range_regex(lo, hi)
+        if text is None:
+            return None
+        dfa = compile_regex(text, name="integer")
+        k = integer_modulus(num.multiple_of) if num.multiple_of else 1
+        if k > 1:
+            if k > 10_000:
+                raise Unsupported("multipleOf", f"multipleOf {k}: the digit automaton would "
+                                  f"need {k} states")
+            dfa, text = A.integer_multiple_dfa(k, dfa, text, pins,
+                                               f"integer multipleOf {k}, {lo}..{hi}")
+        for m in num.not_multiple_of:
+            km = integer_modulus([m])
+            if km == 1:
+                return None
+            mod, mtext = A.integer_multiple_dfa(km, compile_regex(N.INTEGER, name="integer"),
+                                                N.INTEGER, pins, f"integer multipleOf {km}")
+            dfa, text = A.subtract(dfa, text, mod, mtext, pins)
+        ex = [v for v in num.excluded if json_type(v) == "number" and
+              N.to_decimal(v) == N.to_decimal(v).to_integral_value()]
+        if ex:
+            t = "(?:" + "|".join(N.canonical(v) for v in ex) + ")"
+            dfa, text = A.subtract(dfa, text, compile_regex(t, name="excluded"), t, pins)
+        return (dfa, text) if not A.is_empty(dfa) else None
+    plain = num.lo is not None or num.hi is not None or num.excluded or num.nonint or \
+        num.multiple_of
+    if num.not_multiple_of:
+        raise Unsupported("multipleOf", "the negation of multipleOf on a non-integer number")
+    if not plain:
+        return compile_regex(N.NUMBER, name="number"), N.NUMBER
+    text = N.decimal_range_regex(num.lo, num.lo_excl, num.hi, num.hi_excl)
+    if text is None:
+        return None
+    dfa = compile_regex(text, name="number")
+    for m in num.multiple_of:
+        sign, digits, exp = m.normalize().as_tuple()
+        p_, j = int("".join(map(str, digits))), -exp
+        if j <= 0:
+            continue  # integral: handled as an integer (normalize._finish_number)
+        if p_ > 2000 or j > 12:
+            raise Unsupported("multipleOf", f"multipleOf {m}: the digit automaton would be too large")
+        dfa, text = A.decimal_multiple_dfa(p_, j, dfa, pins,
+                                           f"decimal multipleOf {m} within {text}")
+    if num.nonint:
+        t = "-?(?:0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*"
+        dfa, text = A.intersect_all([dfa, compile_regex(t, name="nonint")], [text, t], pins)
+    ex = [v for v in num.excluded if json_type(v) == "number"]
+    if ex:
+        alts = []
+        for v in ex:
+            c = N.canonical(v)
+            alts.append(f"{c}(?:\\.0+)?" if "." not in c else f"{c}0*")
+        t = "(?:" + "|".join(alts) + ")"
+        dfa, text = A.subtract(dfa, text, compile_regex(t, name="excluded"), t, pins)
+    return (dfa, text) if not A.is_empty(dfa) else None
+
+
+# ------------------------------------------------------------------ builder
+
+class Builder:
+    """Collects terminals and rules while walking the IR from the root."""
+
+    def __init__(self, norm, style, escapes="canonical"):
+        if escapes not in ESCAPES:
+            raise GrammarError(f"unknown escapes {escapes!r}; choose one of {', '.join(ESCAPES)}",
+                               where="escapes", construct="escapes")
+        self.canonical = escapes == "canonical"
+        if style not in STYLES:
+            raise GrammarError(f"unknown whitespace style {style!r}; choose one of {', '.join(STYLES)}",
+                               where="whitespace", construct="whitespace")
+        self.norm = norm
+        self.style = style
+        self.term_ids = {}
+        self.term_names = []
+        self.term_patterns = []
+        self.prebuilt = {}       # text -> dfa (memoised ones)
+        self.pins = []           # (text, dfa): automata compile_regex cannot rebuild
+        self.nt_ids = {}
+        self.nt_names = []
+        self.rules = []          # (lhs nt, [symbols]): terminal t -> 2t, nonterminal n -> 2n+1
+        self.queue = []
+        self._puncts = {}
+        self._names = set()      # terminal names in use
+        self._families = {}      # (alternative, depth) -> id of its object/array rules
+        self._region_cache = {}
+        self._counter = 0
+
+    # ---- symbols
+    def term(self, text, name, dfa=None):
+        tid = self.term_ids.get(text)
+        if tid is None:
+            tid = self.term_ids[text] = len(self.term_names)
+            base = name
+            n = 0
+            while name in self._names:
+                n += 1
+                name = f"{base}_{n}"
+            self.term_names.append(name)
+            self._names.add(name)
+            self.term_patterns.append(text)
+        return 2 * tid
+
+    def nt(self, key, name):
+        nid = self.nt_ids.get(key)
+        if nid is None:
+            nid = self.nt_ids[key] = len(self.nt_names)
+            self.nt_names.append(name)
+            return 2 * nid + 1, True
+        return 2 * nid + 1, False
+
+    def rule(self, lhs, body):
+        self.rules.append((lhs, list(body)))
+
+    def punct(self, depth, which):
+        d = min(depth, PRETTY_MAX_DEPTH) if self.style == "pretty" else 0
+        p = self._puncts.get(d)
+        if p is None:
+            p = self._puncts[d] = Punct(self.style, d)
+        text = getattr(p, which)
+        return self.term(text, _PUNCT_NAMES[which] + (f"_{d}" if self.style == "pretty" else ""))
+
+    def _depth(self, depth):
+        return min(depth, PRETTY_MAX_DEPTH + 1) if self.style == "pretty" else 0
+
+    # ---- values
+    def value(self, conj, depth, no_chunk=False):
+        """Nonterminal (symbol) of the values of ``conj`` at nesting ``depth``."""
+        depth = self._depth(depth)
+        key = ("v", conj, depth, no_chunk)
+        sym, new = self.nt(key, f"value_{len(self.nt_names)}")
+        if new:
+            self.queue.append((sym, conj, depth, no_chunk))
+        return sym
+
+    def run(self, root_conj):
+        start = self.value(root_conj, 0)
+        while self.queue:
+            sym, conj, depth, no_chunk = self.queue.pop()
+            self._expand(sym, conj, depth, no_chunk)
+        return start
+
+    def _fail_or_skip(self, e, what, where=""):
+        self.norm.fail(e.keyword, where, f"{e.why} ({what})")
+
+    def _expand(self, sym, conj, depth, no_chunk):
+        node = self.norm.node(conj)
+        n_strings = sum(1 for a in node.alts if a.kind == "str") + \
+            sum(1 for a in node.alts if a.kind == "lit" for v in a.values if isinstance(v, str))
+        for alt in node.alts:
+            k = alt.kind
+            if k == "null":
+                self.rule(sym, [self.term("null", "NULL")])
+            elif k == "bool":
+                for v in alt.values:
+                    self.rule(sym, [self.term("true" if v else "false", "TRUE" if v else "FALSE")])
+            elif k == "num":
+                try:
+                    res = number_dfa(alt, self.pins)
+                except Unsupported as e:
+                    self._fail_or_skip(e, "number", alt.where)
+                    loose = type(alt)()
+                    loose.integer = alt.integer
+                    res = number_dfa(loose, self.pins)
+                if res is not None:
+                    self.rule(sym, [self._scalar(res, "INTEGER" if alt.integer else "NUMBER")])
+            elif k == "str":
+                if needs_chunks(alt) and n_strings == 1 and not no_chunk:
+                    self._chunked(sym, alt.lo, alt.hi)
+                    continue
+                try:
+                    res = string_dfa(alt, self.norm, self.pins, self.canonical)
+                except Unsupported as e:
+                    if n_strings == 1 and not no_chunk and self._spelled(sym, alt):
+                        continue
+                    self._fail_or_skip(e, "string", alt.where)
+                    loose = type(alt)()
+                    loose.lo = alt.lo
+                    res = string_dfa(loose, self.norm, self.pins, self.canonical)
+                if not A.is_empty(res[0]):
+                    self.rule(sym, [self._scalar(res, "STRING")])
+            elif k == "lit":
+                self._literals(sym, alt.values, depth)
+            elif k == "obj":
+                self._object(sym, alt, depth)
+            elif k == "arr":
+                self._array(sym, alt, depth)
+
+    def _scalar(self, res, name):
+        dfa, text = res
+        return self.term(text, name)
+
+    # ---- chunked long strings
+    def _chunked(self, sym, lo, hi):
+        quote = self.term('"', "QUOTE")
+        full_dfa, full_text = A.bounded_string_dfa(CHUNK, CHUNK, quoted=False,
+                                                   canonical=self.canonical)
+        full = self.term(full_text, "CHUNK")
+        key = ("chunks", lo, hi)
+        k = 0
+        first, _ = self.nt(key + (0,), f"chunks_{lo}_{hi}_0")
+        self.rule(sym, [quote, first])
+        cur = first
+        while True:
+            base = CHUNK * k
+            if lo <= base <= hi:
+                self.rule(cur, [quote])
+            lk, hk = max(1, lo - base), min(CHUNK - 1, hi - base)
+            if lk <= hk:
+                d, t = A.bounded_string_dfa(lk, hk, quoted=False, canonical=self.canonical)
+                self.rule(cur, [self.term(t, "CHUNK_LAST"), quote])
+            if CHUNK * (k + 1) > hi:
+                break
+            nxt, _ = self.nt(key + (k + 1,), f"chunks_{lo}_{hi}_{k + 1}")
+            self.rule(cur, [full, nxt])
+            cur = nxt
+            k += 1
+
+    # ---- strings spelled character by character
+    def _spelled(self, sym, st):
+        """A pattern/format string with a length bound as one lexeme per character.
+
+        The automaton of "pattern and length" can be too large for one
+        terminal (a 254-character bound on an e-mail pattern: 35k states), but
+        the pattern's automaton over character classes (atoms) is small.  The
+        rules walk it: nonterminal (n, q) = n characters read, atom automaton
+        in state q, and each character is a one-character terminal of its
+        atom, so a lexeme is always exactly one character.  Used only where no
+        other string can start (the opening quote is a lexeme of its own).
+        Returns False when it does not apply (then the caller reports).
+        """
+        if st.not_patterns or st.not_formats or st.excluded or not (st.patterns or st.formats):
+            return False
+        lo, hi = st.lo, st.hi
+        if hi is not None and hi > 20_000:
+            return False
+        try:
+            decs = [S.pattern_to_decoded(p) for p, _ in st.patterns] + [S.FORMATS[f] for f in st.formats]
+            parts = S.atoms(decs)
+            dfas = [compile_regex(S.atom_regex(d, parts), name="atoms") for d in decs]
+        except (Unsupported, GrammarError):
+            return False
+        dfa = dfas[0]
+        for d in dfas[1:]:
+            dfa = A.product(dfa, d, "and", "(?!)")
+        trans, acc = dfa.trans, dfa.accepting
+        if ((hi if hi is not None else lo) + 1) * dfa.n_states > 200_000:
+            return False  # more (length, state) pairs than rules are worth
+        n_atoms = len(parts)
+        cols = [S._PLACEHOLDER + i for i in range(n_atoms)]
+        terms = [self.term(S.chars_text(tuple(parts[i]), self.canonical), "CHAR") for i in range(n_atoms)]
+        quote = self.term('"', "QUOTE")
+        cap = hi if hi is not None else lo   # unbounded: counts saturate at lo
+        ident = self._counter
+        self._counter += 1
+        budget = 400_000
+        first, _ = self.nt(("spelled", ident, 0, 0), f"spelled{ident}_0_0")
+        self.rule(sym, [quote, first])
+        todo = [(first, 0, 0)]
+        while todo:
+            s_, n, q = todo.pop()
+            if acc[q] and n >= lo:
+                self.rule(s_, [quote])
+            if hi is not None and n >= hi:
+                continue
+            n2 = n + 1 if hi is not None else min(n + 1, cap)
+            for i, c in enumerate(cols):
+                q2 = int(trans[q, c])
+                if q2 < 0:
+                    continue
+                nxt, new = self.nt(("spelled", ident, n2, q2), f"spelled{ident}_{n2}_{q2}")
+                if new:
+                    todo.append((nxt, n2, q2))
+                    budget -= 1
+                    if budget < 0:
+                        raise GrammarError("JSON schema: a length-bounded pattern needs too many rules",
+                                           where=st.where, construct="maxLength")
+                self.rule(s_, [terms[i], nxt])
+        return True
+
+    # ---- literals
+    def _literals(self, sym, values, depth):
+        strs = [v for v in values if isinstance(v, str)]
+        nums = [v for v in values if json_type(v) == "number"]
+        if strs:
+            dfa, text = A.literal_set_dfa(strs, canonical=self.canonical)
+            self.rule(sym, [self.term(text, "LITERAL")])
+        if nums:
+            texts = sorted({N.canonical(v) for v in nums})
+            text = texts[0] if len(texts) == 1 else "(?:" + "|".join(texts) + ")"
+            self.rule(sym, [self.term(text, "LITERAL_NUMBER")])
+        for v in values:
+            t = json_type(v)
+            if t == "null":
+                self.rule(sym, [self.term("null", "NULL")])
+            elif t == "boolean":
+                self.rule(sym, [self.term("true" if v else "false", "TRUE" if v else "FALSE")])
+            elif t in ("object", "array"):
+                self.rule(sym, [self._literal_value(v, depth)])
+
+    def _literal_value(self, v, depth):
+        t = json_type(v)
+        depth = self._depth(depth)
+        key = ("lit", json.dumps(v, sort_keys=False), depth)
+        sym, new = self.nt(key, f"literal_{len(self.nt_names)}")
+        if not new:
+            return sym
+        if t == "string":
+            self.rule(sym, [self.term(A.literal_set_dfa([v], canonical=self.canonical)[1],
+                                      "LITERAL")])
+        elif t == "number":
+            self.rule(sym, [self.term(N.canonical(v), "LITERAL_NUMBER")])
+        elif t == "null":
+            self.rule(sym, [self.term("null", "NULL")])
+        elif t == "boolean":
+            self.rule(sym, [self.term("true" if v else "false", "TRUE" if v else "FALSE")])
+        elif t == "object":
+            if not v:
+                self.rule(sym, [self.punct(depth, "empty_obj")])
+            else:
+                body = [self.punct(depth, "open_obj")]
+                for i, (name, x) in enumerate(v.items()):
+                    if i:
+                        body.append(self.punct(depth, "comma"))
+                    body += [self.key(name), self.punct(depth, "colon"),
+                             self._literal_value(x, depth + 1)]
+                body.append(self.punct(depth, "close_obj"))
+                self.rule(sym, body)
+        else:
+            if not v:
+                self.rule(sym, [self.punct(depth, "empty_arr")])
+            else:
+                body = [self.punct(depth, "open_arr")]
+                for i, x in enumerate(v):
+                    if i:
+                        body.append(self.punct(depth, "comma"))
+                    body.append(self._literal_value(x, depth + 1))
+                body.append(self.punct(depth, "close_arr"))
+                self.rule(sym, body)
+        return sym
+
+    def key(self, name):
+        dfa, text = A.literal_set_dfa([name], canonical=self.canonical)
+        return self.term(text, "KEY")
+
+    # ---- objects
+    def _region_key(self, spec):
+        """Terminal of the keys of an additional-properties region, or None if there are none."""
+        cache = self._region_cache
+        ck = (tuple(spec.patterns_in), tuple(spec.patterns_out), spec.excluded, tuple(spec.names_conjs))
+        if ck in cache:
+            return cache[ck]
+        pins = self.pins
+        positives = []
+        try:
+            for pattern, ptr in spec.patterns_in:
+                t = S.text_regex(S.pattern_to_decoded(pattern), self.canonical)
+                positives.append((compile_regex(t, name="pattern"), t))
+            for nc in spec.names_conjs:
+                positives.append(self._names_dfa(nc))
+        except Unsupported as e:
+            self._fail_or_skip(e, "property names")
+        if not positives and not spec.patterns_out:
+            dfa, text = A.literal_set_dfa(spec.excluded, complement=True, canonical=self.canonical)
+            pins.append((text, dfa))
+        else:
+            if not positives:
+                any_text = S.any_string(self.canonical)
+                positives.append((compile_regex(any_text, name="string"), any_text))
+            dfa, text = A.intersect_all([d for d, _ in positives], [t for _, t in positives], pins)
+            for pattern, ptr in spec.patterns_out:
+                try:
+                    t = S.text_regex(S.pattern_to_decoded(pattern), self.canonical)
+                except Unsupported as e:
+                    self._fail_or_skip(e, "patternProperties")
+                    continue
+                dfa, text = A.subtract(dfa, text, compile_regex(t, name="pattern"), t, pins)
+            if spec.excluded:
+                ex = A.literal_set_dfa(spec.excluded, canonical=self.canonical)
+                dfa, text = A.subtract(dfa, text, ex[0], ex[1], pins)
+        sym = None if A.is_empty(dfa) else self.term(text, "KEY_OTHER")
+        cache[ck] = sym
+        return sym
+
+    def _names_dfa(self, conj):
+        """String automaton of a propertyNames conjunction (its string alternatives)."""
+        node = self.norm.node(conj)
+        parts = []
+        for alt in node.alts:
+            if alt.kind == "str":
+                parts.append(string_dfa(alt, self.norm, self.pins, self.canonical))
+            elif alt.kind == "lit":
+                strs = [v for v in alt.values if isinstance(v, str)]
+                if strs:
+                    parts.append(A.literal_set_dfa(strs, canonical=self.canonical))
+        if not parts:
+            return A.empty_dfa(), "(?!)"
+        dfa, text = parts[0]
+        for d, t in parts[1:]:
+            dfa, text = A.union(dfa, text, d, t, self.pins)
+        return dfa, text
+
+    def _family(self, alt, depth):
+        """A per-(alternative, depth) id, so that a family of object/array rules is built once."""
+        ids = self._families
+        key = (id(alt), self._depth(depth))
+        if key in ids:
+            return ids[key], False
+        ids[key] = self._counter
+        self._counter += 1
+        return ids[key], True
+
+    def _object(self, sym, o, depth):
+        ident, new_family = self._family(o, depth)
+        props = o.props
+        regions = []
+        for spec, conj in o.regions:
+            ksym = self._region_key(spec)
+            if ksym is not None:
+                regions.append((ksym, conj))
+        req_count = sum(1 for _, _, r in props if r)
+        mx = o.max
+        mn = o.min
+        if mx is not None and req_count > mx:
+            return
+        if not regions and len(props) < mn:
+            return
+        cap = mx if mx is not None else max(mn, 1)
+        if o.min == 0 and req_count == 0:
+            self.rule(sym, [self.punct(depth, "empty_obj")])
+        mn1 = max(mn, 1)
+        if not props and not regions:
+            return
+        comma = self.punct(depth, "comma")
+        colon = self.punct(depth, "colon")
+        members = [[self.key(n), colon, self.value(c, depth + 1)] for n, c, _ in props]
+        region_members = [[k, colon, self.value(c, depth + 1)] for k, c in regions]
+        n = len(props)
+
+        def N_(i, c):
+            s, new = self.nt(("objN", ident, i, c), f"object{ident}_{i}_{c}")
+            if new:
+                todo.append((s, i, c))
+            return s
+
+        def X(c):
+            s, new = self.nt(("objX", ident, c), f"object{ident}_rest_{c}")
+            if new:
+                todo.append((s, None, c))
+            return s
+
+        todo = []
+        first = N_(0, 0)
+        self.rule(sym, [self.punct(depth, "open_obj"), first, self.punct(depth, "close_obj")])
+        if not new_family:
+            return
+        while todo:
+            s, i, c = todo.pop()
+            sep = [comma] if c > 0 else []
+            nxt_c = c + 1 if mx is not None else min(c + 1, cap)
+            if i is None:
+                if c >= mn1:
+                    self.rule(s, [])
+                if mx is None or c + 1 <= mx:
+                    for m in region_members:
+                        self.rule(s, sep + m + [X(nxt_c)])
+                continue
+            if i == n:
+                self.rule(s, [X(c)])
+                continue
+            if mx is None or c + 1 <= mx:
+                self.rule(s, sep + members[i] + [N_(i + 1, nxt_c)])
+            if not props[i][2]:
+                self.rule(s, [N_(i + 1, c)])
+
+    # ---- arrays
+    def _array(self, sym, a, depth):
+        ident, new_family = self._family(a, depth)
+        k = len(a.prefix)
+        mx = a.max
+        if a.rest is None:
+            mx = k if mx is None else min(mx, k)
+        mn = a.min
+        if mx is not None and mn > mx:
+            return
+        # counters: (conj if counted, conj if not counted or None, min, cap, saturating)
+        counters = [(c, None, m, m, True) for c, m in a.contains] + \
+                   [(c, nc, lo, hi, False) for c, nc, lo, hi in a.counted]
+        sat = max(k, mn, 1)  # positions beyond this behave alike when unbounded
+        if mx is not None and mx > MAX_ITEMS_UNROLLED:
+            raise GrammarError(f"JSON schema: maxItems {mx} is too large to unroll",
+                               where="maxItems", construct="maxItems")
+        if mn == 0 and all(lo <= 0 for _, _, lo, _, _ in counters):
+            self.rule(sym, [self.punct(depth, "empty_arr")])
+        if mx == 0:
+            return
+        comma = self.punct(depth, "comma")
+        mn1 = max(mn, 1)
+        no_chunk = bool(counters)
+        todo = []
+
+        def A_(i, cs):
+            s, new = self.nt(("arr", ident, i, cs), f"array{ident}_{i}_{'_'.join(map(str, cs))}")
+            if new:
+                todo.append((s, i, cs))
+            return s
+
+        first = A_(0, tuple(0 for _ in counters))
+        self.rule(sym, [self.punct(depth, "open_arr"), first, self.punct(depth, "close_arr")])
+        if not new_family:
+            return
+        while todo:
+            s, i, cs = todo.pop()
+            if i >= mn1 and all(c >= lo for c, (_, _, lo, _, _) in zip(cs, counters)):
+                self.rule(s, [])
+            if mx is not None and i >= mx:
+                continue
+            base = a.prefix[i] if i < k else a.rest
+            if base is None:
+                continue
+            sep = [comma] if i > 0 else []
+            nxt = i + 1 if mx is not None or i + 1 <= sat else sat
+            for subset in range(1 << len(counters)):
+                conj = set(base)
+                new_cs = list(cs)
+                ok = True
+                for j, (yes, no, lo, cap, saturating) in enumerate(counters):
+                    if subset >> j & 1:
+                        conj |= yes
+                        if saturating:
+                            new_cs[j] = min(new_cs[j] + 1, cap)
+                        else:
+                            new_cs[j] += 1
+                            ok = ok and new_cs[j] <= cap
+                    elif no is not None:
+                        conj |= no
+                if ok:
+                    self.rule(s, sep + [self.value(frozenset(conj), depth + 1, no_chunk)] +
+                              [A_(nxt, tuple(new_cs))])
+
+    # ---- result
+    def grammar(self, start_sym):
+        """The cleaned-up :class:`Grammar` (productive, reachable), automata registered."""
+        rules = self.rules
+        n_nt = len(self.nt_names)
+        # productive nonterminals, worklist style: each rule counts its unproven nonterminals
+        productive = [False] * n_nt
+        missing = []
+        users = {}
+        todo = []
+        for r, (lhs, body) in enumerate(rules):
+            nts = [x >> 1 for x in body if x & 1]
+            missing.append(len(nts))
+            for b in nts:
+                users.setdefault(b, []).append(r)
+            if not nts and not productive[lhs >> 1]:
+                productive[lhs >> 1] = True
+                todo.append(lhs >> 1)
+        while todo:
+            b = todo.pop()
+            for r in users.get(b, ()):
+                missing[r] -= 1
+                li = rules[r][0] >> 1
+                if missing[r] == 0 and not productive[li]:
+                    productive[li] = True
+                    todo.append(li)
+        root = start_sym >> 1
+        if not productive[root]:
+            raise GrammarError("JSON schema: no instance can satisfy this schema (its grammar "
+                               "derives nothing)", where="#", construct="unsatisfiable")
+        kept = [(lhs, body) for lhs, body in rules
+                if productive[lhs >> 1] and all(not (x & 1) or productive[x >> 1] for x in body)]
+        by_lhs = {}
+        for lhs, body in kept:
+            by_lhs.setdefault(lhs >> 1, []).append(body)
+        # number from the root (breadth first, so only reachable symbols are kept):
+        # terminals in first use order, nonterminals likewise ($start first)
+        order_nt = ["$start"]
+        nt_new = {}
+        term_new = {}
+        nt_new[root] = 1
+        order_nt.append("start")
+        seen_order = [root]
+        i = 0
+        while i < len(seen_order):
+            a = seen_order[i]
+            i += 1
+            for body in by_lhs.get(a, ()):
+                for x in body:
+                    if x & 1:
+                        b = x >> 1
+                        if b not in nt_new:
+                            nt_new[b] = len(order_nt)
+                            order_nt.append(self.nt_names[b])
+                            seen_order.append(b)
+                    elif (x >> 1) not in term_new:
+                        term_new[x >> 1] = len(term_new)
+        T = len(term_new)
+        out_rules = [(T + 0, [T + 1])]
+        for a in seen_order:
+            for body in by_lhs.get(a, ()):
+                out_rules.append((T + nt_new[a], [term_new[x >> 1] if not x & 1 else T + nt_new[x >> 1]
+                                                  for x in body]))
+        terms = sorted(term_new, key=term_new.get)
+        names = [self.term_names[t] for t in terms]
+        patterns = [self.term_patterns[t] for t in terms]
+        g = Grammar(terminal_names=names, terminal_patterns=patterns,
+                    terminal_is_ignore=[False] * T, nonterminal_names=order_nt,
+                    rules=out_rules, start="start", source="json-schema")
+        used = set(patterns)
+        for text, dfa in self.pins:
+            if text in used:
+                remember_dfa(text, dfa, owner=g)
+        return g

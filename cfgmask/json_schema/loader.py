@@ -1,0 +1,230 @@
+"""A JSON Schema document: reading it, its draft, and ``$ref`` resolution.
+
+Every subschema is named by a *pointer* string: an RFC 6901 JSON pointer
+into the document (``""`` is the root, ``"/properties/a"``), or, for the
+schemas the compiler writes itself (negations, dependency cases), a name
+starting with ``"!"`` followed by a pointer into that synthetic schema.
+Pointers are the identity of subschemas everywhere else in the package.
+
+Drafts: ``$schema`` selects draft-04, -06, -07, 2019-09 or 2020-12; without
+it the document is read as 2020-12 (what the ``jsonschema`` package does).
+The older spellings found in the wild are honoured in every draft where they
+are not keywords of their own: ``definitions``, ``dependencies``, array-form
+``items`` with ``additionalItems``, boolean ``exclusiveMaximum``/
+``exclusiveMinimum`` (draft-04), and ``id``.  In draft-07 and older, keywords
+next to ``$ref`` are ignored, as those drafts say.
+
+``$ref`` resolves JSON pointers (``#/$defs/a``, ``#``), ``$anchor`` and
+``$id``-based references inside the document; other documents (remote refs)
+and ``$dynamicRef``/``$recursiveRef`` are refused.
+"""
+
+import json
+import os
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urljoin
+
+from ..errors import ConfigurationError, GrammarError
+
+DEFAULT_BASE = "https://cfgmask.invalid/schema.json"
+
+_DRAFTS = {
+    "draft-04": 4, "draft-03": 4, "draft-06": 6, "draft-07": 7,
+    "2019-09": 2019, "2020-12": 2020,
+}
+
+# keywords whose value is one subschema / an array of them / a name -> subschema map
+SUBSCHEMA_ONE = ("not", "if", "then", "else", "additionalProperties", "additionalItems",
+                 "unevaluatedProperties", "unevaluatedItems", "contains", "propertyNames",
+                 "contentSchema", "items")
+SUBSCHEMA_LIST = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+SUBSCHEMA_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
+                 "dependencies")
+
+
+def read_schema(schema):
+    """``schema`` as a parsed value: a dict/bool as is, JSON text, or a path to a JSON file."""
+    if isinstance(schema, (dict, bool)):
+        return schema
+    if isinstance(schema, os.PathLike):
+        schema = os.fspath(schema)
+    if isinstance(schema, bytes):
+        schema = schema.decode("utf-8")
+    if not isinstance(schema, str):
+        raise ConfigurationError(f"a JSON schema must be a dict, a bool, JSON text or a path, "
+                                 f"not {type(schema).__name__}")
+    text = schema.strip()
+    if text[:1] in ("{", "[") or text in ("true", "false"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            raise GrammarError(f"JSON schema text is not valid JSON ({e})", where="$",
+                               construct="schema JSON") from None
+    path = Path(schema)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigurationError(f"cannot read JSON schema file {path}: {e.strerror}") from None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise GrammarError(f"{path}: not valid JSON ({e})", where=str(path),
+                           construct="schema JSON") from None
+
+
+def _join(base, ref):
+    """RFC 3986 reference resolution; fragment-only references keep any base (``urn:`` too)."""
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    if ":" in ref.split("/", 1)[0]:
+        return ref  # absolute
+    return urljoin(base, ref)
+
+
+def escape_token(tok):
+    return str(tok).replace("~", "~0").replace("/", "~1")
+
+
+def child(pointer, *tokens):
+    return pointer + "".join("/" + escape_token(t) for t in tokens)
+
+
+def display(pointer):
+    """A pointer for messages: ``#`` plus the pointer (``#/properties/a``)."""
+    return "#" + pointer if not pointer.startswith("!") else f"(compiler-written schema {pointer})"
+
+
+class SchemaDoc:
+    """One schema document plus the synthetic schemas written while compiling it."""
+
+    def __init__(self, root):
+        if not isinstance(root, (dict, bool)):
+            raise GrammarError(f"a JSON schema must be an object or a boolean, not {type(root).__name__}",
+                               where="#", construct="schema")
+        self.root = root
+        self.draft = 2020
+        if isinstance(root, dict) and isinstance(root.get("$schema"), str):
+            for key, d in _DRAFTS.items():
+                if key in root["$schema"]:
+                    self.draft = d
+                    break
+        self.synthetic = {}   # "!<n>" -> schema
+        self.synthetic_names = {}  # description -> "!<n>"
+        self.synthetic_desc = {}   # "!<n>" -> description
+        self.by_uri = {}      # absolute URI (no fragment) -> pointer
+        self.anchors = {}     # absolute URI + "#" + anchor -> pointer
+        self.base_of = {}     # pointer -> base URI in effect there
+        self._index(root, "", DEFAULT_BASE)
+
+    # ---- indexing ids and anchors
+    def _index(self, s, pointer, base):
+        if not isinstance(s, dict):
+            self.base_of[pointer] = base
+            return
+        sid = s.get("$id")
+        if sid is None and self.draft <= 7:
+            sid = s.get("id") if isinstance(s.get("id"), str) else None
+        if isinstance(sid, str):
+            if sid.startswith("#") and self.draft <= 7:
+                self.anchors[urldefrag(base)[0] + sid] = pointer  # draft-07 location-independent id
+            else:
+                base = _join(base, sid)
+                self.by_uri[urldefrag(base)[0]] = pointer
+        if pointer == "":
+            self.by_uri.setdefault(urldefrag(base)[0], "")
+        anchor = s.get("$anchor")
+        if isinstance(anchor, str):
+            self.anchors[urldefrag(base)[0] + "#" + anchor] = pointer
+        self.base_of[pointer] = base
+        for k, v in s.items():
+            if k in ("enum", "const", "examples", "default"):
+                continue
+            if k in SUBSCHEMA_MAP and isinstance(v, dict):
+                for name, sub in v.items():
+                    if isinstance(sub, (dict, bool)):
+                        self._index(sub, child(pointer, k, name), base)
+            elif k in SUBSCHEMA_LIST and isinstance(v, list):
+                for i, sub in enumerate(v):
+                    if isinstance(sub, (dict, bool)):
+                        self._index(sub, child(pointer, k, i), base)
+            elif k in SUBSCHEMA_ONE and isinstance(v, (dict, bool)):
+                self._index(v, child(pointer, k), base)
+
+    # ---- access
+    def get(self, pointer):
+        """The schema at ``pointer`` (raises KeyError if there is none)."""
+        if pointer.startswith("!"):
+            name, _, rest = pointer.partition("/")
+            node = self.synthetic[name]
+            tokens = rest.split("/") if rest else []
+        else:
+            node = self.root
+            tokens = pointer.split("/")[1:] if pointer else []
+        for tok in tokens:
+            tok = tok.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list):
+                node = node[int(tok)]
+            elif isinstance(node, dict):
+                node = node[tok]
+            else:
+                raise KeyError(pointer)
+        return node
+
+    def draft_at(self, pointer):
+        return 2020 if pointer.startswith("!") else self.draft
+
+    def add_synthetic(self, name, schema):
+        """Register a compiler-written schema named ``name``; returns its pointer ``"!<n>"``.
+
+        The same name always gets the same pointer (``name`` describes the
+        schema completely, e.g. ``not(/properties/a)``).
+        """
+        key = self.synthetic_names.get(name)
+        if key is None:
+            key = f"!{len(self.synthetic_names)}"
+            self.synthetic_names[name] = key
+            self.synthetic_desc[key] = name
+            self.synthetic[key] = schema
+        return key
+
+    def has_synthetic(self, name):
+        return self.synthetic_names.get(name)
+
+    def resolve(self, pointer, ref):
+        """Pointer of the schema ``ref`` (a ``$ref`` value found at ``pointer``) refers to."""
+        if not isinstance(ref, str):
+            raise GrammarError(f"$ref at {display(pointer)} is not a string", where=display(pointer),
+                               construct="$ref")
+        if pointer.startswith("!"):
+            base = DEFAULT_BASE
+        else:
+            base = self._base_near(pointer)
+        target = _join(base, ref)
+        doc_uri, frag = urldefrag(target)
+        doc_ptr = self.by_uri.get(doc_uri)
+        if doc_ptr is None:
+            raise GrammarError(f"$ref {ref!r} at {display(pointer)} points outside this document "
+                               f"({doc_uri}); remote references are not supported",
+                               where=display(pointer), construct="$ref")
+        frag = unquote(frag)
+        if frag == "" or frag.startswith("/"):
+            ptr = doc_ptr + frag
+            try:
+                self.get(ptr)
+            except (KeyError, IndexError, ValueError):
+                raise GrammarError(f"$ref {ref!r} at {display(pointer)}: nothing at {display(ptr)}",
+                                   where=display(pointer), construct="$ref") from None
+            return ptr
+        ptr = self.anchors.get(doc_uri + "#" + frag)
+        if ptr is None:
+            raise GrammarError(f"$ref {ref!r} at {display(pointer)}: no $anchor {frag!r}",
+                               where=display(pointer), construct="$ref")
+        return ptr
+
+    def _base_near(self, pointer):
+        p = pointer
+        while p not in self.base_of:
+            if not p:
+                return DEFAULT_BASE
+            p = p.rsplit("/", 1)[0]
+        return self.base_of[p]

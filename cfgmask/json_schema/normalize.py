@@ -1,0 +1,1026 @@
+"""JSON Schema -> a union of typed alternatives per subschema (the IR).
+
+A *conjunction* is a frozenset of *atoms*; an atom names a subschema (a
+pointer, see ``loader``) and, optionally, keywords of it that have already
+been taken care of (``"ptr\\x00anyOf,oneOf"``).  The empty conjunction is
+the schema ``true``.  :meth:`Normalizer.node` turns a conjunction into a
+:class:`Node`: the list of typed alternatives whose union is exactly its
+language.  Nodes are memoised by conjunction, which is what makes recursive
+``$ref`` work (children are referenced by conjunction, expanded lazily by
+``emit.py``).
+
+How a conjunction becomes alternatives:
+
+1. *flatten*: follow ``$ref`` and ``allOf`` in place (a visited set stops
+   in-place loops), collecting the atoms whose remaining keywords apply;
+2. a finite value set (``const``/``enum``) anywhere in it: the node is that
+   set, each value kept iff :class:`~.validate.Validator` accepts it against
+   every atom (exact, whatever else the schemas say);
+3. a disjunctive keyword (``anyOf``, ``oneOf``, ``if``/``then``/``else``,
+   ``not`` written as a disjunction, ``dependentRequired``,
+   ``dependentSchemas``, ``dependencies``): *split* on the first one: the
+   node is the union of the nodes of the conjunction with one case each
+   (``oneOf``: only if the cases' nodes are provably disjoint);
+4. otherwise the keywords are independent per JSON type: intersect them into
+   at most one alternative per type (:meth:`Normalizer._typed`).
+
+``not`` is compiled by writing the negation as a schema (synthetic, see
+``_negate``) for the keywords whose negation is expressible; the rest is
+refused (``strict``) or dropped with a warning.
+"""
+
+from math import gcd
+
+from ..errors import GrammarError
+from . import strings as S
+from .errors import Unsupported
+from .loader import child, display
+from .numbers import to_decimal
+from .validate import ANNOTATIONS, Validator, json_equal, json_type, matches_pattern
+
+TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
+_ALL_TYPES = frozenset(("null", "boolean", "number", "string", "array", "object", "integer"))
+
+# keywords that restrict values of one JSON type
+_NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+              "x-cfgmask-not-multipleOf", "x-cfgmask-nonint")
+_STRING_KW = ("minLength", "maxLength", "pattern", "format", "x-cfgmask-not-pattern",
+              "x-cfgmask-not-format")
+_ARRAY_KW = ("items", "prefixItems", "additionalItems", "contains", "minContains",
+             "maxContains", "minItems", "maxItems", "uniqueItems")
+_OBJECT_KW = ("properties", "patternProperties", "additionalProperties", "required",
+              "propertyNames", "minProperties", "maxProperties")
+_SPLIT_KW = ("anyOf", "oneOf", "if", "not", "dependentRequired", "dependentSchemas",
+             "dependencies")
+_HANDLED = frozenset(("type", "enum", "const", "$ref", "allOf", "then", "else",
+                      "x-cfgmask-ptr", "x-cfgmask-not-in") + _NUMBER_KW + _STRING_KW +
+                     _ARRAY_KW + _OBJECT_KW + _SPLIT_KW) | ANNOTATIONS
+_REFUSED = ("unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef")
+
+FALSE_ATOM = "!false"
+MAX_SPLIT_DEPTH = 64
+
+
+def atom(pointer, skip=()):
+    return pointer + "\x00" + ",".join(sorted(skip)) if skip else pointer
+
+
+def split_atom(a):
+    p, _, rest = a.partition("\x00")
+    return p, (frozenset(rest.split(",")) if rest else frozenset())
+
+
+# ------------------------------------------------------------------- IR
+
+class Lit:
+    """A finite set of JSON values."""
+    kind = "lit"
+
+    def __init__(self, values):
+        self.values = values
+
+
+class Null:
+    kind = "null"
+
+
+class Bool:
+    kind = "bool"
+
+    def __init__(self, values=(True, False)):
+        self.values = tuple(values)
+
+
+class Num:
+    kind = "num"
+    where = ""  # pointer of a schema that constrains it (for messages)
+
+    def __init__(self):
+        self.integer = False
+        self.lo = self.hi = None           # Decimal bounds
+        self.lo_excl = self.hi_excl = False
+        self.multiple_of = []              # Decimals
+        self.not_multiple_of = []
+        self.nonint = False
+        self.excluded = []                 # values
+
+
+class Str:
+    kind = "str"
+    where = ""
+
+    def __init__(self):
+        self.lo, self.hi = 0, None
+        self.patterns = []      # (ECMA pattern, pointer)
+        self.formats = []
+        self.not_patterns = []
+        self.not_formats = []
+        self.excluded = []      # string values
+
+
+class Obj:
+    kind = "obj"
+
+    def __init__(self):
+        self.props = []          # (name, conj, required)
+        self.regions = []        # (KeySpec, conj)
+        self.min, self.max = 0, None
+
+
+class KeySpec:
+    """The keys of one additional-properties region (decoded-string constraints)."""
+
+    def __init__(self, patterns_in, patterns_out, excluded, names_conjs):
+        self.patterns_in = patterns_in      # ECMA patterns a key must match
+        self.patterns_out = patterns_out    # ... must not match
+        self.excluded = excluded            # declared / forbidden names
+        self.names_conjs = names_conjs      # propertyNames conjunctions
+
+
+class Arr:
+    kind = "arr"
+
+    def __init__(self):
+        self.prefix = []         # conj per position
+        self.rest = frozenset()  # conj of the items after the prefix (None: none allowed)
+        self.min, self.max = 0, None
+        self.contains = []       # (conj, min count): at least min items match
+        self.counted = []        # (conj, negated conj, min, max): min..max items match
+
+
+class Node:
+    def __init__(self, key, alts):
+        self.key = key
+        self.alts = alts
+
+    def __repr__(self):
+        return f"<Node {sorted(self.key)} {[a.kind for a in self.alts]}>"
+
+
+# ------------------------------------------------------------ normaliser
+
+class Normalizer:
+    """Schema document -> :class:`Node` per conjunction (see module docstring)."""
+
+    def __init__(self, doc, strict=True):
+        self.doc = doc
+        self.strict = strict
+        self.loosened = []       # (keyword, pointer, why) when strict=False
+        self.validator = Validator(doc)
+        self._nodes = {}
+        self._building = set()
+        self._neg_stack = set()
+        self._neg_failed = set()
+
+    # ---- errors
+    def fail(self, keyword, pointer, why):
+        """Refuse (strict) or record a loosening; returns only when not strict."""
+        where = display(pointer)
+        if self.strict:
+            raise GrammarError(f"JSON schema: {keyword} at {where} cannot be compiled exactly: {why} "
+                               f"(strict=False over-approximates it)", where=where, construct=keyword)
+        self.loosened.append((keyword, where, why))
+
+    # ---- access
+    def schema(self, a):
+        p, skip = split_atom(a)
+        if p == FALSE_ATOM:
+            return False, p, skip
+        return self.doc.get(p), p, skip
+
+    # ---- flattening
+    def _flatten(self, conj):
+        """``(atoms, split)``: in-place closure of ``conj``; ``split`` is the first
+        disjunctive keyword as ``(atom, keyword)`` or None.  ``atoms`` None: false.
+
+        A pointer reached several times (an atom with handled keywords and the
+        same schema again through ``$ref``) appears once, with the union of the
+        handled keywords: a handled keyword came with its chosen case, which
+        already implies it.
+        """
+        skips = {}
+        order = []
+        work = sorted(conj)
+        while work:
+            a = work.pop(0)
+            p, skip = split_atom(a)
+            if p in skips:
+                skips[p] |= skip
+                continue
+            skips[p] = set(skip)
+            order.append(p)
+            if p == FALSE_ATOM:
+                return None, None
+            s = self.doc.get(p)
+            if s is True:
+                continue
+            if s is False:
+                return None, None
+            if not isinstance(s, dict):
+                raise GrammarError(f"JSON schema: the schema at {display(p)} is neither an object nor "
+                                   f"a boolean", where=display(p), construct="schema")
+            if "$ref" in s:
+                work.append(self.doc.resolve(p, s["$ref"]))
+            if "x-cfgmask-ptr" in s:
+                work.append(s["x-cfgmask-ptr"])
+            if "allOf" in s and not (self.doc.draft_at(p) <= 7 and "$ref" in s):
+                if not isinstance(s["allOf"], list):
+                    raise GrammarError(f"JSON schema: allOf at {display(p)} is not an array",
+                                       where=display(p), construct="allOf")
+                work += [child(p, "allOf", i) for i in range(len(s["allOf"]))]
+        out = []
+        split = None
+        for p in order:
+            s = self.doc.get(p)
+            if s is True:
+                continue
+            skip = frozenset(skips[p])
+            a = atom(p, skip)
+            if "$ref" in s and self.doc.draft_at(p) <= 7:
+                continue  # draft-07 and older: keywords next to $ref are ignored
+            for k in _REFUSED:
+                if k in s and k not in skip:
+                    if k in ("unevaluatedProperties", "unevaluatedItems") and s[k] is True:
+                        continue
+                    self.fail(k, child(p, k), "not supported")
+            if split is None:
+                for k in _SPLIT_KW:
+                    if k in s and k not in skip:
+                        if k == "if" and "then" not in s and "else" not in s:
+                            continue
+                        split = (a, k)
+                        break
+            out.append(a)
+        return out, split
+
+    # ---- nodes
+    def node(self, conj, soft=False):
+        """The :class:`Node` of a conjunction (memoised).
+
+        ``soft``: return None instead of raising when the node is being built
+        further up the stack (disjointness checks ask about children that may
+        lead back to it).
+        """
+        key = frozenset(conj)
+        hit = self._nodes.get(key)
+        if hit is not None:
+            return hit
+        if key in self._building:
+            if soft:
+                return None
+            raise GrammarError("JSON schema: a schema refers to itself in place (through $ref/allOf "
+                               "cases) without consuming input", where="#", construct="$ref")
+        self._building.add(key)
+        try:
+            node = Node(key, self._alternatives(key))
+        finally:
+            self._building.discard(key)
+        self._nodes[key] = node
+        return node
+
+    def _alternatives(self, key, depth=0):
+        atoms, split = self._flatten(key)
+        if atoms is None:
+            return []
+        lit = self._literals(atoms, key)
+        if lit is not None:
+            return [Lit(lit)] if lit else []
+        if split is not None:
+            return self._split(atoms, split)
+        return self._typed(atoms)
+
+    def _literals(self, atoms, key):
+        """The finite value set of the conjunction, or None if it has none."""
+        cands = None
+        for a in atoms:
+            s, p, skip = self.schema(a)
+            if "const" in s and "const" not in skip:
+                vals = [s["const"]]
+            elif "enum" in s and "enum" not in skip:
+                if not isinstance(s["enum"], list):
+                    raise GrammarError(f"JSON schema: enum at {display(p)} is not an array",
+                                       where=display(p), construct="enum")
+                vals = list(s["enum"])
+            else:
+                continue
+            if cands is None:
+                cands = []
+                for v in vals:
+                    if not any(json_equal(v, c) for c in cands):
+                        cands.append(v)
+            else:
+                cands = [c for c in cands if any(json_equal(c, v) for v in vals)]
+        if cands is None:
+            return None
+        out = []
+        for v in cands:
+            if isinstance(v, str) and any(0xD800 <= ord(c) <= 0xDFFF for c in v):
+                continue  # no UTF-8 spelling
+            if self._valid_all(v, key):
+                out.append(v)
+        return out
+
+    def _valid_all(self, v, key):
+        for a in key:
+            s, p, skip = self.schema(a)
+            try:
+                if skip:
+                    sub = {k: x for k, x in s.items() if k not in skip} if isinstance(s, dict) else s
+                    if not self.validator._valid(v, sub, p):
+                        return False
+                elif not self.validator.valid(v, p):
+                    return False
+            except Unsupported as e:
+                self.fail(e.keyword, p, f"{e.why} (needed to check the value {v!r})")
+        return True
+
+    # ---- splits
+    def _split(self, atoms, split):
+        a, k = split
+        s, p, skip = self.schema(a)
+        rest = [x for x in atoms if x != a]
+        done = atom(p, skip | {k} | ({"then", "else"} if k == "if" else set()))
+        base = rest + [done]
+        cases = self._cases(s, p, k)
+        if cases is None:  # loosened: drop the keyword
+            return list(self.node(frozenset(base)).alts)
+        nodes = [self.node(frozenset(base + list(c))) for c in cases]
+        if k == "oneOf" and not self._disjoint_nodes(nodes):
+            # exactly one case: case i and the negation of every other case
+            negs = [self.negation(child(p, "oneOf", i), quiet=True) for i in range(len(cases))]
+            if any(n is None for n in negs) or len(cases) > 6:
+                self.fail("oneOf", p, "the cases may overlap and their negations cannot all be "
+                          "expressed, so exactly-one cannot be compiled")
+            else:
+                nodes = [self.node(frozenset(base + list(c) + [negs[j] for j in range(len(cases))
+                                                               if j != i]))
+                         for i, c in enumerate(cases)]
+        alts = []
+        for n in nodes:
+            alts.extend(n.alts)
+        return alts
+
+    def _cases(self, s, p, k):
+        """The cases (lists of atoms) a disjunctive keyword splits into, or None (loosened)."""
+        v = s[k]
+        doc = self.doc
+        if k in ("anyOf", "oneOf"):
+            if not isinstance(v, list) or not v:
+                raise GrammarError(f"JSON schema: {k} at {display(p)} must be a non-empty array",
+                                   where=display(p), construct=k)
+            return [[child(p, k, i)] for i in range(len(v))]
+        if k == "not":
+            neg = self.negation(child(p, "not"))
+            if neg is None:
+                return None
+            return [[neg]]
+        if k == "if":
+            cond = child(p, "if")
+            neg = self.negation(cond)
+            if neg is None:
+                return None
+            yes = [cond] + ([child(p, "then")] if "then" in s else [])
+            no = [neg] + ([child(p, "else")] if "else" in s else [])
+            return [yes, no]
+        # dependencies: one split per property, cases "absent" and "present + consequences"
+        entries = []
+        if not isinstance(v, dict):
+            raise GrammarError(f"JSON schema: {k} at {display(p)} must be an object",
+                               where=display(p), construct=k)
+        for name, dep in v.items():
+            if k == "dependentRequired" or (k == "dependencies" and isinstance(dep, list)):
+                entries.append((name, list(dep), None))
+            else:
+                entries.append((name, [], child(p, k, name)))
+        if not entries:
+            return [[]]
+        # one property at a time: split on the first, leave the rest to a synthetic atom
+        name, reqs, sub = entries[0]
+        absent = doc.add_synthetic(f"absent({name})", {"properties": {name: False}})
+        present = doc.add_synthetic(f"present({name},{','.join(reqs)})",
+                                    {"required": [name] + list(reqs)})
+        extra = []
+        if len(entries) > 1:
+            # the remaining entries, re-expressed as dependentSchemas/Required on a synthetic schema
+            rest_schema = {"dependentRequired": {}, "dependentSchemas": {}}
+            for n, r, sb in entries[1:]:
+                if sb is None:
+                    rest_schema["dependentRequired"][n] = r
+                else:
+                    rest_schema["dependentSchemas"][n] = {"x-cfgmask-ptr": sb}
+            rest_schema = {kk: vv for kk, vv in rest_schema.items() if vv}
+            extra = [doc.add_synthetic(f"deps({p},{k},{len(entries) - 1})", rest_schema)]
+        yes = [present] + ([sub] if sub is not None else []) + extra
+        no = [absent] + extra
+        return [no, yes]
+
+    def _disjoint_nodes(self, nodes):
+        for i in range(len(nodes)):
+            for j in range(i):
+                for a in nodes[i].alts:
+                    for b in nodes[j].alts:
+                        if not self.disjoint(a, b, 3):
+                            return False
+        return True
+
+    # ---- disjointness (conservative: True only when provably disjoint)
+    def disjoint(self, a, b, depth):
+        if a.kind == "lit" and b.kind == "lit":
+            return not any(json_equal(x, y) for x in a.values for y in b.values)
+        if a.kind == "lit" or b.kind == "lit":
+            lit, other = (a, b) if a.kind == "lit" else (b, a)
+            return all(not self._alt_accepts(other, v) for v in lit.values)
+        if a.kind != b.kind:
+            return True
+        if a.kind == "null":
+            return False
+        if a.kind == "bool":
+            return not set(a.values) & set(b.values)
+        if a.kind == "num":
+            return _ranges_disjoint(a, b)
+        if a.kind == "str":
+            return self._strings_disjoint(a, b)
+        if depth <= 0:
+            return False
+        if a.kind == "obj":
+            return self._objects_disjoint(a, b, depth)
+        if a.kind == "arr":
+            return self._arrays_disjoint(a, b, depth)
+        return False
+
+    def _alt_accepts(self, alt, v):
+        """Could ``v`` be in the language of typed alternative ``alt``? (may over-answer True)"""
+        t = json_type(v)
+        k = alt.kind
+        if k == "null":
+            return v is None
+        if k == "bool":
+            return t == "boolean" and v in alt.values
+        if k == "num":
+            if t != "number":
+                return False
+            x = to_decimal(v)
+            if alt.integer and x != x.to_integral_value():
+                return False
+            if alt.lo is not None and (x < alt.lo or (alt.lo_excl and x == alt.lo)):
+                return False
+            if alt.hi is not None and (x > alt.hi or (alt.hi_excl and x == alt.hi)):
+                return False
+            return True
+        if k == "str":
+            if t != "string":
+                return False
+            if len(v) < alt.lo or (alt.hi is not None and len(v) > alt.hi):
+                return False
+            try:
+                return all(matches_pattern(pt, v) for pt, _ in alt.patterns)
+            except Unsupported:
+                return True
+        if k == "obj":
+            if t != "object":
+                return False
+            names = {n for n, _, _ in alt.props}
+            return all(n in v for n, _, r in alt.props if r) and \
+                (alt.regions or set(v) <= names)
+        if k == "arr":
+            return t == "array" and len(v) >= alt.min and (alt.max is None or len(v) <= alt.max)
+        return True
+
+    def _strings_disjoint(self, a, b):
+        if a.hi is not None and b.lo > a.hi or b.hi is not None and a.lo > b.hi:
+            return True
+        if not (a.patterns or a.formats) or not (b.patterns or b.formats):
+            return False
+        try:
+            from .emit import string_dfa
+            da, _ = string_dfa(a, self, [], True)
+            db, _ = string_dfa(b, self, [], True)
+            from .automata import is_empty, product
+            return is_empty(product(da, db, "and", "(?!)", minimize=False))
+        except Unsupported:
+            return False
+
+    def _objects_disjoint(self, a, b, depth):
+        if a.max is not None and b.min > a.max or b.max is not None and a.min > b.max:
+            return True
+        pa = {n: (c, r) for n, c, r in a.props}
+        pb = {n: (c, r) for n, c, r in b.props}
+        for n, (ca, ra) in pa.items():
+            if ra and n not in pb and not b.regions:
+                return True  # b allows no such key
+            if n in pb:
+                cb, rb = pb[n]
+                if ra and rb:
+                    na, nb = self.node(ca, soft=True), self.node(cb, soft=True)
+                    if na is not None and nb is not None and all(self.disjoint(x, y, depth - 1) for x in na.alts for y in nb.alts):
+                        return True
+        for n, (cb, rb) in pb.items():
+            if rb and n not in pa and not a.regions:
+                return True
+        return False
+
+    def _arrays_disjoint(self, a, b, depth):
+        if a.max is not None and b.min > a.max or b.max is not None and a.min > b.max:
+            return True
+        for i in range(min(a.min, b.min)):
+            ca = a.prefix[i] if i < len(a.prefix) else a.rest
+            cb = b.prefix[i] if i < len(b.prefix) else b.rest
+            if ca is None or cb is None:
+                continue
+            na, nb = self.node(ca, soft=True), self.node(cb, soft=True)
+            if na is not None and nb is not None and \
+                    all(self.disjoint(x, y, depth - 1) for x in na.alts for y in nb.alts):
+                return True
+        return False
+
+    # ---- negation
+    def negation(self, pointer, quiet=False):
+        """Atom of a synthetic schema equal to ``not <schema at pointer>``, or None.
+
+        None means the negation cannot be written: a failure is reported
+        (``strict``: raised) unless ``quiet``.
+        """
+        name = f"not({pointer})"
+        key = self.doc.has_synthetic(name)
+        if key is not None:
+            return key
+        if name in self._neg_failed:
+            return None
+        try:
+            if pointer in self._neg_stack:
+                raise Unsupported("not", "the negated schema refers to itself")
+            self._neg_stack.add(pointer)
+            try:
+                neg = self._negate(self.doc.get(pointer), pointer)
+            finally:
+                self._neg_stack.discard(pointer)
+        except Unsupported as e:
+            self._neg_failed.add(name)
+            if not quiet:
+                self.fail("not", pointer, f"cannot negate {e.keyword}: {e.why}")
+            return None
+        return self.doc.add_synthetic(name, neg)
+
+    def _negate(self, s, p):
+        if s is True:
+            return False
+        if s is False:
+            return True
+        if not isinstance(s, dict):
+            raise Unsupported("schema", "not an object")
+        draft = self.doc.draft_at(p)
+        if "$ref" in s and draft <= 7:
+            return self._negate_ptr(self.doc.resolve(p, s["$ref"]))
+        cases = []   # the negation is the union (anyOf) of these schemas
+        others = lambda *ts: [t for t in ("null", "boolean", "number", "string", "array", "object")  # noqa: E731
+                              if t not in ts]
+        for k, v in s.items():
+            if k in ANNOTATIONS or k not in _HANDLED and not k.startswith("x-cfgmask-") \
+                    and k not in _REFUSED:
+                continue
+            if k == "$ref":
+                cases.append(self._negate_ptr(self.doc.resolve(p, v)))
+            elif k == "x-cfgmask-ptr":
+                cases.append(self._negate_ptr(v))
+            elif k == "type":
+                ts = {v} if isinstance(v, str) else set(v)
+                rest = [t for t in ("null", "boolean", "string", "array", "object") if t not in ts]
+                if "number" not in ts:
+                    if "integer" in ts:
+                        cases.append({"type": "number", "x-cfgmask-nonint": True})
+                    else:
+                        rest.append("number")
+                if rest:
+                    cases.append({"type": rest})
+            elif k in ("enum", "const"):
+                cases.append({"x-cfgmask-not-in": [v] if k == "const" else list(v)})
+            elif k == "x-cfgmask-not-in":
+                cases.append({"enum": list(v)})
+            elif k == "allOf":
+                cases += [self._negate_ptr(child(p, k, i)) for i in range(len(v))]
+            elif k == "anyOf":
+                cases.append({"allOf": [self._negate_ptr(child(p, k, i)) for i in range(len(v))]})
+            elif k == "not":
+                cases.append({"x-cfgmask-ptr": child(p, k)})
+            elif k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+                if isinstance(v, bool):
+                    continue
+                flip = {"minimum": "exclusiveMaximum", "maximum": "exclusiveMinimum",
+                        "exclusiveMinimum": "maximum", "exclusiveMaximum": "minimum"}[k]
+                if k == "minimum" and s.get("exclusiveMinimum") is True:
+                    flip = "maximum"
+                if k == "maximum" and s.get("exclusiveMaximum") is True:
+                    flip = "minimum"
+                cases.append({"type": "number", flip: v})
+                cases.append({"type": others("number")})
+            elif k == "multipleOf":
+                cases.append({"type": "number", "x-cfgmask-not-multipleOf": v})
+                cases.append({"type": others("number")})
+            elif k == "x-cfgmask-not-multipleOf":
+                cases.append({"multipleOf": v})
+            elif k == "x-cfgmask-nonint":
+                cases.append({"type": "integer"})
+            elif k in ("minLength", "maxLength"):
+                if k == "minLength":
+                    if v > 0:
+                        cases.append({"type": "string", "maxLength": v - 1})
+                else:
+                    cases.append({"type": "string", "minLength": v + 1})
+                cases.append({"type": others("string")})
+            elif k == "pattern":
+                cases.append({"type": "string", "x-cfgmask-not-pattern": v})
+                cases.append({"type": others("string")})
+            elif k == "x-cfgmask-not-pattern":
+                cases.append({"pattern": v})
+            elif k == "format":
+                if v in S.FORMATS:
+                    cases.append({"type": "string", "x-cfgmask-not-format": v})
+                    cases.append({"type": others("string")})
+            elif k == "x-cfgmask-not-format":
+                cases.append({"format": v})
+            elif k in ("minItems", "maxItems", "minProperties", "maxProperties"):
+                t = "array" if "Items" in k else "object"
+                if k.startswith("min"):
+                    if v > 0:
+                        cases.append({"type": t, k.replace("min", "max"): v - 1})
+                else:
+                    cases.append({"type": t, k.replace("max", "min"): v + 1})
+                cases.append({"type": others(t)})
+            elif k == "required":
+                for n in v:
+                    cases.append({"type": "object", "properties": {n: False}})
+                if v:
+                    cases.append({"type": others("object")})
+            elif k == "properties":
+                for n in v:
+                    cases.append({"type": "object", "required": [n],
+                                  "properties": {n: self._negate_ptr(child(p, k, n))}})
+                if v:
+                    cases.append({"type": others("object")})
+            elif k == "items" and isinstance(v, (dict, bool)) and \
+                    not (draft >= 2020 and "prefixItems" in s):
+                cases.append({"type": "array", "contains": self._negate_ptr(child(p, k))})
+                cases.append({"type": others("array")})
+            elif k == "contains" and "minContains" not in s and "maxContains" not in s:
+                cases.append({"type": "array", "items": self._negate_ptr(child(p, k))})
+                cases.append({"type": others("array")})
+            elif k in ("minContains", "maxContains") and "contains" not in s:
+                continue
+            elif k in ("then", "else") and "if" not in s:
+                continue
+            elif k == "uniqueItems" and not v:
+                continue
+            else:
+                raise Unsupported(k, "its negation is not expressible here")
+        if not cases:
+            return False
+        return cases[0] if len(cases) == 1 else {"anyOf": cases}
+
+    def _negate_ptr(self, pointer):
+        a = self.negation(pointer, quiet=True)
+        if a is None:
+            raise Unsupported("not", f"cannot negate {display(pointer)}")
+        return {"x-cfgmask-ptr": a}
+
+    # ---- typed alternatives
+    def _typed(self, atoms):
+        types = set(_ALL_TYPES)
+        num, st, arr, obj = Num(), Str(), Arr(), Obj()
+        obj_sources, arr_sources = [], []
+        unique = None
+        excluded = []
+        for a in atoms:
+            s, p, skip = self.schema(a)
+            draft = self.doc.draft_at(p)
+            for k, v in s.items():
+                if k in skip or k in ANNOTATIONS:
+                    continue
+                if k not in _HANDLED:
+                    continue  # unknown keywords are annotations (JSON Schema 2020-12, 6.5)
+                try:
+                    if k == "type":
+                        ts = {v} if isinstance(v, str) else set(v)
+                        bad = ts - _ALL_TYPES
+                        if bad:
+                            raise GrammarError(f"JSON schema: unknown type {sorted(bad)} at {display(p)}",
+                                               where=display(p), construct="type")
+                        if "number" in ts:
+                            ts.add("integer")
+                        types &= ts
+                    elif k == "x-cfgmask-not-in":
+                        excluded += list(v)
+                    elif k in _NUMBER_KW:
+                        self._number_kw(num, k, v, s, p)
+                        num.where = p
+                    elif k in _STRING_KW:
+                        self._string_kw(st, k, v, p)
+                        st.where = p
+                    elif k == "uniqueItems":
+                        if v:
+                            unique = p
+                    elif k in _ARRAY_KW:
+                        pass
+                    elif k in _OBJECT_KW:
+                        pass
+                except Unsupported as e:
+                    self.fail(e.keyword, child(p, k), e.why)
+            if any(k in s and k not in skip for k in _OBJECT_KW):
+                obj_sources.append((s, p, skip))
+            if any(k in s and k not in skip for k in _ARRAY_KW):
+                arr_sources.append((s, p, skip, draft))
+        alts = []
+        ex_types = {json_type(v) for v in excluded}
+        if "null" in types and "null" not in ex_types:
+            alts.append(Null())
+        if "boolean" in types:
+            vals = [b for b in (True, False) if not any(x is b for x in excluded)]
+            if vals:
+                alts.append(Bool(vals))
+        num.excluded = [v for v in excluded if json_type(v) == "number"]
+        st.excluded = [v for v in excluded if json_type(v) == "string"]
+        # an excluded object/array matters only if the rest of the conjunction allows it
+        # (in-place references are skipped too: their targets are atoms of their own)
+        others = frozenset(atom(*_with(split_atom(a), "x-cfgmask-not-in", "x-cfgmask-ptr", "$ref",
+                                       "allOf")) for a in atoms)
+        for v in excluded:
+            if json_type(v) in ("object", "array") and json_type(v) in types and \
+                    self._valid_all(v, others):
+                self.fail("not", "", f"excluding the {json_type(v)} value {v!r} cannot be expressed")
+        if "number" in types or "integer" in types:
+            num.integer = num.integer or "number" not in types
+            n = _finish_number(num)
+            if n is not None:
+                alts.append(n)
+        if "string" in types:
+            alts.append(st)
+        if "array" in types:
+            a = self._array(arr, arr_sources)
+            if a is not None:
+                if unique is not None and not (a.max is not None and a.max <= 1):
+                    self.fail("uniqueItems", child(unique, "uniqueItems"),
+                              "distinct items cannot be expressed by a context-free grammar")
+                alts.append(a)
+        if "object" in types:
+            o = self._object(obj, obj_sources)
+            if o is not None:
+                alts.append(o)
+        return alts
+
+    def _number_kw(self, num, k, v, s, p):
+        if k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            if isinstance(v, bool):
+                return  # draft-04 flag, read together with minimum/maximum
+            x = to_decimal(v)
+            if k == "minimum" or k == "exclusiveMinimum":
+                excl = k == "exclusiveMinimum" or s.get("exclusiveMinimum") is True
+                if num.lo is None or x > num.lo or (x == num.lo and excl):
+                    num.lo, num.lo_excl = x, excl
+            else:
+                excl = k == "exclusiveMaximum" or s.get("exclusiveMaximum") is True
+                if num.hi is None or x < num.hi or (x == num.hi and excl):
+                    num.hi, num.hi_excl = x, excl
+        elif k == "multipleOf":
+            x = to_decimal(v)
+            if x <= 0:
+                raise GrammarError(f"JSON schema: multipleOf at {display(p)} must be > 0",
+                                   where=display(p), construct="multipleOf")
+            num.multiple_of.append(x)
+        elif k == "x-cfgmask-not-multipleOf":
+            num.not_multiple_of.append(to_decimal(v))
+        elif k == "x-cfgmask-nonint":
+            num.nonint = True
+
+    def _string_kw(self, st, k, v, p):
+        if k == "minLength":
+            st.lo = max(st.lo, int(v))
+        elif k == "maxLength":
+            st.hi = int(v) if st.hi is None else min(st.hi, int(v))
+        elif k == "pattern":
+            st.patterns.append((v, p))
+        elif k == "x-cfgmask-not-pattern":
+            st.not_patterns.append((v, p))
+        elif k == "format":
+            if v in S.FORMATS:
+                st.formats.append(v)
+        elif k == "x-cfgmask-not-format":
+            if v in S.FORMATS:
+                st.not_formats.append(v)
+
+    # ---- arrays
+    def _array(self, arr, sources):
+        prefixes, rests = [], []
+        for s, p, skip, draft in sources:
+            items = s.get("items") if "items" not in skip else None
+            prefix_ptrs, rest = [], frozenset()
+            if isinstance(items, list):
+                prefix_ptrs = [child(p, "items", i) for i in range(len(items))]
+                if "additionalItems" in s and "additionalItems" not in skip:
+                    rest = frozenset([child(p, "additionalItems")])
+            else:
+                pi = s.get("prefixItems") if "prefixItems" not in skip else None
+                if isinstance(pi, list):
+                    prefix_ptrs = [child(p, "prefixItems", i) for i in range(len(pi))]
+                if items is not None:
+                    rest = frozenset([child(p, "items")])
+            prefixes.append(prefix_ptrs)
+            rests.append(rest)
+            for k in ("minItems", "maxItems"):
+                if k in s and k not in skip:
+                    v = int(s[k])
+                    if k == "minItems":
+                        arr.min = max(arr.min, v)
+                    else:
+                        arr.max = v if arr.max is None else min(arr.max, v)
+            if "contains" in s and "contains" not in skip:
+                lo = int(s.get("minContains", 1))
+                hi = s.get("maxContains")
+                hi = None if hi is None else int(hi)
+                cptr = child(p, "contains")
+                if hi is not None and not (arr.max is not None and hi >= arr.max):
+                    neg = self.negation(cptr, quiet=True)
+                    if neg is None:
+                        self.fail("maxContains", child(p, "maxContains"),
+                                  "an upper bound on matching items needs the negation of "
+                                  "'contains', which cannot be written")
+                        hi = None
+                    else:
+                        arr.counted.append((frozenset([cptr]), frozenset([neg]), lo, hi))
+                        continue
+                if lo > 0:
+                    arr.contains.append((frozenset([cptr]), lo))
+        k = max((len(x) for x in prefixes), default=0)
+        for i in range(k):
+            conj = set()
+            for pre, rest in zip(prefixes, rests):
+                if i < len(pre):
+                    conj.add(pre[i])
+                else:
+                    conj |= rest
+            arr.prefix.append(frozenset(conj))
+        rest = set()
+        for rest_i in rests:
+            rest |= rest_i
+        arr.rest = frozenset(rest)
+        # a "false" rest caps the length at the prefix length
+        for pre, rest_i in zip(prefixes, rests):
+            if any(self.doc.get(r) is False for r in rest_i):
+                arr.max = len(pre) if arr.max is None else min(arr.max, len(pre))
+        if arr.max is not None and arr.min > arr.max:
+            return None
+        if len(arr.contains) + len(arr.counted) > 2:
+            self.fail("contains", "", "more than two 'contains' constraints on one array")
+            arr.contains = arr.contains[:2]
+            arr.counted = arr.counted[:max(0, 2 - len(arr.contains))]
+        return arr
+
+    # ---- objects
+    def _object(self, obj, sources):
+        names, required, forbidden = [], [], set()
+        for s, p, skip in sources:
+            if "properties" in s and "properties" not in skip:
+                for n in s["properties"]:
+                    if n not in names:
+                        names.append(n)
+            if "required" in s and "required" not in skip:
+                for n in s["required"]:
+                    if n not in required:
+                        required.append(n)
+            for k in ("minProperties", "maxProperties"):
+                if k in s and k not in skip:
+                    v = int(s[k])
+                    if k == "minProperties":
+                        obj.min = max(obj.min, v)
+                    else:
+                        obj.max = v if obj.max is None else min(obj.max, v)
+        for n in required:
+            if n not in names:
+                names.append(n)
+        pats = []   # (pattern, pointer, source index)
+        for i, (s, p, skip) in enumerate(sources):
+            if "patternProperties" in s and "patternProperties" not in skip:
+                for pt in s["patternProperties"]:
+                    pats.append((pt, child(p, "patternProperties", pt), i))
+        name_conjs = [frozenset([child(p, "propertyNames")]) for s, p, skip in sources
+                      if "propertyNames" in s and "propertyNames" not in skip]
+        for n in names:
+            conj = set()
+            allowed = True
+            for i, (s, p, skip) in enumerate(sources):
+                props = s.get("properties", {}) if "properties" not in skip else {}
+                matched = []
+                for pt, pp, si in pats:
+                    if si == i and self._key_matches(pt, pp, n):
+                        matched.append(pp)
+                conj.update(matched)
+                if n in props:
+                    conj.add(child(p, "properties", n))
+                    if props[n] is False:
+                        allowed = False
+                    continue
+                if matched:
+                    continue
+                if "additionalProperties" in s and "additionalProperties" not in skip:
+                    if s["additionalProperties"] is False:
+                        allowed = False
+                    conj.add(child(p, "additionalProperties"))
+            if not all(self._valid_all(n, nc) for nc in name_conjs):
+                allowed = False  # propertyNames refuses it
+            if not allowed:
+                forbidden.add(n)
+                if n in required:
+                    return None
+                continue
+            obj.props.append((n, frozenset(conj), n in required))
+        # additional-property regions: by the set of patterns a key matches
+        excluded = tuple(names)
+        m = len(pats)
+        if m > 6:
+            self.fail("patternProperties", "", "more than 6 patterns on one object")
+            pats, m = pats[:6], 6
+        for mask in range(1 << m):
+            inside = [pats[j] for j in range(m) if mask >> j & 1]
+            if any(S.patterns_disjoint(x[0], y[0]) for x in inside for y in inside if x is not y):
+                continue  # no key matches all of them
+            outside = [pats[j] for j in range(m) if not mask >> j & 1 and
+                       not any(S.patterns_disjoint(pats[j][0], x[0]) for x in inside)]
+            conj, allowed = set(), True
+            for i, (s, p, skip) in enumerate(sources):
+                mine = [pp for pt, pp, si in inside if si == i]
+                if mine:
+                    conj.update(mine)
+                elif "additionalProperties" in s and "additionalProperties" not in skip:
+                    if s["additionalProperties"] is False:
+                        allowed = False
+                    conj.add(child(p, "additionalProperties"))
+            if not allowed:
+                continue
+            # declared names this region could contain (the others need no exclusion)
+            ex = tuple(n for n in excluded
+                       if all(self._key_matches(pt, pp, n) for pt, pp, _ in inside) and
+                       not any(self._key_matches(pt, pp, n) for pt, pp, _ in outside))
+            spec = KeySpec([(pt, pp) for pt, pp, _ in inside], [(pt, pp) for pt, pp, _ in outside],
+                           ex, name_conjs)
+            obj.regions.append((spec, frozenset(conj)))
+        if obj.max is not None and obj.min > obj.max:
+            return None
+        if obj.min >= 2 and obj.regions:
+            self.fail("minProperties", "", "with additional properties the grammar counts members, "
+                      "but duplicate keys count once in JSON")
+        return obj
+
+    def _key_matches(self, pattern, pointer, name):
+        try:
+            return matches_pattern(pattern, name)
+        except Unsupported as e:
+            self.fail("patternProperties", pointer, e.why)
+            return False
+
+
+def _with(pointer_skip, *keywords):
+    p, skip = pointer_skip
+    return p, skip | set(keywords)
+
+
+def _finish_number(num):
+    """Normalise a :class:`Num` (integer-valued multipleOf, empty ranges); None if empty."""
+    for m in num.multiple_of:
+        if m == m.to_integral_value():
+            num.integer = True
+    if num.integer and num.nonint:
+        return None
+    if num.lo is not None and num.hi is not None:
+        if num.lo > num.hi or (num.lo == num.hi and (num.lo_excl or num.hi_excl)):
+            return None
+    return num
+
+
+def _ranges_disjoint(a, b):
+    if a.integer and b.nonint or b.integer and a.nonint:
+        return True
+    lo_a, lo_b = a.lo, b.lo
+    if a.hi is not None and lo_b is not None:
+        if lo_b > a.hi or (lo_b == a.hi and (b.lo_excl or a.hi_excl)):
+            return True
+    if b.hi is not None and lo_a is not None:
+        if lo_a > b.hi or (lo_a == b.hi and (a.lo_excl or b.hi_excl)):
+            return True
+    return False
+
+
+def lcm(a, b):
+    return a * b // gcd(a, b)
+
+
+def integer_modulus(multiples):
+    """The integer k such that 'integer and multiple of every m' == 'multiple of k'."""
+    k = 1
+    for m in multiples:
+        sign, digits, exp = m.as_tuple()
+        num = int("".join(map(str, digits)))
+        den = 10 ** (-exp) if exp < 0 else 1
+        num *= 10 ** exp if exp > 0 else 1
+        # integer N is a multiple of num/den iff N*den is a multiple of num
+        step = num // gcd(num, den)
+        k = lcm(k, step)
+    return k
+
