@@ -39,6 +39,11 @@ class SchemaSource:
             return SCHEMA_PROMPT.format(schema=json.dumps(self.schema, separators=(",", ":")))
         return SYSTEM_PROMPT
 
+    @property
+    def label(self):
+        """The schema's name for messages: its path."""
+        return f"schema {self.spec}"
+
     def document(self, text):
         """The document itself (schema grammars have no markdown fence)."""
         return text
