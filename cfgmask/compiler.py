@@ -33,7 +33,8 @@ class Limits:
     """Work limits per step; hitting one raises :class:`~cfgmask.BudgetExceeded`.
 
     ``max_items_per_row``: Earley items in one row (a JSON row holds ~10-40;
-    deep right recursion grows one item per nesting level per row).
+    right recursion stays bounded through Leo's optimisation; an ambiguous rule
+    such as ``s: s s`` grows one item per origin per row).
     ``max_lexer_states``: states of the lazy union automaton.
     ``max_terminal_states``: DFA states of one terminal (``a{1,1000}`` guard).
     ``max_cache_bytes``: memory of a compiled grammar's mask caches; past it the

@@ -492,7 +492,7 @@ def test_compile_time_of_big_classes():
     import time
     from cfgmask import regex, unicode_tables
     regex._char_ranges.cache_clear()
-    regex._memo.clear()
+    regex._DFA_MEMO.clear()
     unicode_tables.scan_ranges.cache_clear()
     start = time.perf_counter()
     compile_regex(r"\w+")

@@ -127,13 +127,26 @@ def test_ids_beyond_tokenizer_and_specials_never_allowed():
     assert m.allowed_tokens().tolist() == [0, 1, 3]
 
 
-def test_right_recursion_hits_item_budget_with_clear_error():
-    c = make('start: l\nl: "a" l | "a"\n', tokens=[b"a", None], eos=(1,), max_items_per_row=50)
+def test_ambiguous_grammar_hits_item_budget_with_clear_error():
+    # s: s s is ambiguous: row n holds a completed s for every origin, so rows grow
+    # linearly and the item budget must fire (with the state left as before the call)
+    c = make('start: s\ns: s s | "a"\n', tokens=[b"a", None], eos=(1,), max_items_per_row=50)
     m = c.matcher()
     with pytest.raises(cfgmask.BudgetExceeded, match="items"):
         for _ in range(200):
             m.consume(0)
         m.is_accepting()
+    n = m.n_consumed
+    assert n < 200 and m.prefix == b"a" * n
+
+
+def test_right_recursion_stays_within_a_small_item_budget():
+    # Leo's optimisation: right recursion keeps rows bounded, so 2000 tokens fit in 50 items per row
+    c = make('start: l\nl: "a" l | "a"\n', tokens=[b"a", None], eos=(1,), max_items_per_row=50)
+    m = c.matcher()
+    for _ in range(2000):
+        m.consume(0)
+    assert m.is_accepting() and m.allowed_tokens().tolist() == [0, 1]
 
 
 def test_deep_right_recursion_within_budget_is_exact():

@@ -46,8 +46,8 @@ cdef enum:
 cdef int _raise_row_budget(int32_t k, int32_t limit) except -1 nogil:
     with gil:
         raise BudgetExceeded(
-            f"Earley row {k} exceeds {limit} items (deep right recursion or a highly ambiguous "
-            "grammar); raise Limits.max_items_per_row or rewrite the recursion")
+            f"Earley row {k} exceeds {limit} items (a highly ambiguous grammar, or deep nesting "
+            "that is not right recursion); raise Limits.max_items_per_row or rewrite the rule")
 
 
 cdef int _raise_matcher_budget(int64_t used, int64_t limit) except -1 nogil:
