@@ -63,8 +63,14 @@ class Slice:
         self.dfa = dfa
         self.lead = lead      # cross slices: the ignore byte c
         self.tail = tail      # cross slices: the DFA of P_T
+        self._key = None      # never mutated after construction, so the digest is memoised
 
     def key(self):
+        if self._key is None:
+            self._key = self._digest()
+        return self._key
+
+    def _digest(self):
         h = hashlib.sha256()
         for d in (self.dfa, self.tail):
             if d is not None:
@@ -426,6 +432,75 @@ def _bound(suffix):
     return int(suffix.strip("{}").split(",")[1])
 
 
+# ---------------------------------------------------------------- derivation cache
+
+DERIVE_FORMAT = 1
+_DERIVED = {}          # digest -> candidate slices (insertion order = age)
+_DERIVED_SIZE = 32
+
+
+def derived(grammar, lexer_spec):
+    """:func:`derive`, memoised in memory and in the disk cache (kind ``slice-candidates``).
+
+    The candidates are a function of the terminals alone (name, pattern,
+    flags, ``%ignore``) and of this module's and the regex module's code, so
+    that is the key.  Deriving reads every pattern with Python's regex parser,
+    which takes 30-45 ms for the SQL and JavaScript grammars (their generated
+    identifier patterns are long): most of a cached compile.
+    """
+    from . import cache
+    h = hashlib.sha256()
+    for name, pattern, flags, ignore in zip(grammar.terminal_names, grammar.terminal_patterns,
+                                            grammar.terminal_flags, grammar.terminal_is_ignore):
+        for part in (name, pattern, ",".join(sorted(flags)), "i" if ignore else "-"):
+            h.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    key = {"format": DERIVE_FORMAT, "code": cache.code_fingerprint(__name__, "cfgmask.regex"),
+           "terminals": h.hexdigest()}
+    digest = cache.key_digest(key)
+    hit = _DERIVED.get(digest)
+    if hit is not None:
+        return hit
+    got = cache.load("slice-candidates", key)
+    candidates = _candidates_from_arrays(*got) if got is not None else None
+    if candidates is None:
+        candidates = derive(grammar, lexer_spec)
+        cache.store("slice-candidates", key, *_candidates_to_arrays(candidates))
+    if len(_DERIVED) >= _DERIVED_SIZE:
+        _DERIVED.pop(next(iter(_DERIVED)))
+    _DERIVED[digest] = candidates
+    return candidates
+
+
+def _candidates_to_arrays(candidates):
+    meta, arrays = [], {}
+    for i, c in enumerate(candidates):
+        meta.append({"name": c.name, "lead": c.lead, "key": c.key(), "pattern": c.dfa.pattern,
+                     "tail": None if c.tail is None else c.tail.pattern})
+        arrays[f"t{i}"], arrays[f"a{i}"] = c.dfa.trans, c.dfa.accepting.astype(np.uint8)
+        if c.tail is not None:
+            arrays[f"tt{i}"], arrays[f"ta{i}"] = c.tail.trans, c.tail.accepting.astype(np.uint8)
+    return {"slices": meta}, arrays
+
+
+def _candidates_from_arrays(meta, arrays):
+    try:
+        out = []
+        for i, m in enumerate(meta["slices"]):
+            dfa = _rx.ByteDFA(np.array(arrays[f"t{i}"]), np.array(arrays[f"a{i}"], dtype=np.bool_),
+                              pattern=m["pattern"], name=m["name"])
+            tail = None
+            if m["tail"] is not None:
+                tail = _rx.ByteDFA(np.array(arrays[f"tt{i}"]), np.array(arrays[f"ta{i}"], dtype=np.bool_),
+                                   pattern=m["tail"], name=m["name"])
+            c = Slice(m["name"], dfa, lead=m["lead"], tail=tail)
+            if dfa.trans.ndim != 2 or dfa.trans.shape[1] != 256 or c.key() != m["key"]:
+                return None   # the digest recomputed from the arrays must match: never trust the file
+            out.append(c)
+        return out
+    except (KeyError, IndexError, ValueError, TypeError):
+        return None
+
+
 # ---------------------------------------------------------------- per vocabulary cache
 
 SLICES_FORMAT = 1
@@ -442,7 +517,7 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     process or a former one) pays neither the memberships nor the tries.
     """
     from . import cache
-    candidates = derive(grammar, lexer_spec)
+    candidates = derived(grammar, lexer_spec)
     key = {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
            "vocab": prepared.vocab.fingerprint(), "slices": [c.key() for c in candidates],
            "options": {k: options[k] for k in sorted(options)}}

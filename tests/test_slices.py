@@ -62,8 +62,8 @@ def _bits(m, words):
     return buf
 
 
-def _replay_and_compare(grammar, tokenizer, n_docs, max_tokens):
-    fast = compiled(grammar, tokenizer)
+def _replay_and_compare(grammar, tokenizer, n_docs, max_tokens, fast=None):
+    fast = fast if fast is not None else compiled(grammar, tokenizer)
     plain = compiled(grammar, tokenizer, False)
     assert fast.slices is not None and fast.slices.n > 0, "no slices were built"
     encode = _encoder(tokenizer)
@@ -102,6 +102,16 @@ def test_masks_with_slices_equal_the_plain_walk(grammar, tokenizer):
 @pytest.mark.parametrize("grammar", GRAMMARS)
 def test_masks_with_slices_equal_the_plain_walk_long(grammar, tokenizer):
     assert _replay_and_compare(grammar, tokenizer, n_docs=12, max_tokens=400) > 500
+
+
+@pytest.mark.parametrize("grammar", GRAMMARS)
+def test_whole_subtree_accept_equals_the_plain_walk(grammar):
+    # off by default; a compile of its own so the shared cached one stays default
+    c = cfgmask.compile(cfgmask.Grammar.builtin(grammar), TOKENIZERS["smollm2"][0]())
+    c._runtime.use_subtree_accept = True
+    assert c._runtime.use_subtree_accept
+    assert _replay_and_compare(grammar, "smollm2", n_docs=2, max_tokens=60, fast=c) > 20
+    assert c.cache_stats()["whole_subtree_hits"] > 0, "whole-subtree accept never fired"
 
 
 @pytest.mark.parametrize("grammar", GRAMMARS)

@@ -232,7 +232,7 @@ cdef class Runtime:
     cdef public int64_t slice_hits
     cdef public int64_t slice_checks
     cdef public int64_t evictions
-    cdef public bint use_subtree_accept
+    cdef bint _use_subtree_accept     # see the use_subtree_accept property
 
     def __cinit__(self, LazyDFA dfa, CGrammar g, trie, token_bytes_flat, token_offsets,
                   token_special, int vocab_size, eos_ids, word_boundary, slice_tables=None,
@@ -323,7 +323,7 @@ cdef class Runtime:
         self.touched = <int32_t*>malloc(sizeof(int32_t) * max(1, self.words))
         self.ex_cap = 1024
         self.ex_keys = <int64_t*>malloc(sizeof(int64_t) * self.ex_cap)
-        self.sub_bytes = <uint64_t*>calloc(<size_t>self.f_n * 4, sizeof(uint64_t))
+        self.sub_bytes = NULL             # built when whole-subtree accept is switched on
         self.bfs_cap = 1024
         self.bfs = <int64_t*>malloc(sizeof(int64_t) * self.bfs_cap)
         self.seen_cap = 1024
@@ -332,11 +332,10 @@ cdef class Runtime:
         if (self.entries == NULL or self.loop_bits == NULL or self.loop_known == NULL
                 or self.sl_known == NULL or self.sl_in == NULL or self.aid_state == NULL
                 or self.ls == NULL or self.pb == NULL or self.dense == NULL or self.touched == NULL
-                or self.ex_keys == NULL or self.sub_bytes == NULL or self.bfs == NULL
+                or self.ex_keys == NULL or self.bfs == NULL
                 or self.seen_pairs == NULL or self.seen_gen == NULL):
             _raise_memory(f"runtime tables for {self.max_states} lexer states")
-        self._subtree_bytes()
-        self.use_subtree_accept = False
+        self._use_subtree_accept = False
         self._first_byte_sets()
         self._setup_slices(slice_tables)
         self.cache_bytes = 0
@@ -457,31 +456,52 @@ cdef class Runtime:
 
     cdef int32_t _byte_reps(self, trans, uint8_t* out) except -1:
         """Bytes that are distinct for the containment product: one per class of
-        (lexer byte class, slice-automaton column)."""
+        (lexer byte class, slice-automaton column), the smallest byte of each,
+        in increasing order; bytes on which the slice automaton always dies are left out."""
         cols = np.ascontiguousarray(np.asarray(trans, dtype=np.int32).T)   # [256, n_states]
-        seen = {}
-        cdef int32_t n = 0
+        alive = (cols >= 0).any(axis=1).tolist()
+        raw = cols.tobytes()     # one copy, then plain bytes slices: no numpy call per byte
+        cdef Py_ssize_t row = cols.shape[1] * 4
         cdef int b
+        cdef int32_t n = 0
+        seen = set()
         for b in range(256):
-            if (cols[b] < 0).all():
+            if not alive[b]:
                 continue
-            key = (self.dfa.c.class_of[b], cols[b].tobytes())
+            key = (self.dfa.c.class_of[b], raw[b * row:(b + 1) * row])
             if key not in seen:
-                seen[key] = b
+                seen.add(key)
                 out[n] = <uint8_t>b
                 n += 1
         return n
 
-    cdef void _subtree_bytes(self) noexcept:
+    property use_subtree_accept:
+        """Whole-subtree accept (DESIGN §4): allow every token below a trie node without
+        walking it when the lexer state loops on every byte of the subtree.  Off by
+        default: on the bundled grammars it cost more in checks than it saved
+        (docs/architecture.md).  Switching it on builds the per-node byte sets
+        (32 bytes per forest node), so a compile that never uses it pays nothing."""
+        def __get__(self):
+            return bool(self._use_subtree_accept)
+
+        def __set__(self, bint on):
+            if on and self.sub_bytes == NULL:
+                self._subtree_bytes()
+            self._use_subtree_accept = on
+
+    cdef int _subtree_bytes(self) except -1:
         """``sub_bytes[i]``: the bytes of forest node ``i`` and of every node below it."""
         cdef int32_t n = self.f_n
+        cdef uint64_t* sub = <uint64_t*>calloc(<size_t>max(1, n) * 4, sizeof(uint64_t))
         cdef int32_t* parent = <int32_t*>malloc(sizeof(int32_t) * max(1, n))
         cdef int32_t* stack = <int32_t*>malloc(sizeof(int32_t) * (self.max_depth + 2))
         cdef int32_t i, d, p, w
-        if parent == NULL or stack == NULL:
+        if parent == NULL or stack == NULL or sub == NULL:
             free(parent)
             free(stack)
-            return
+            free(sub)
+            _raise_memory("subtree byte sets")
+        self.sub_bytes = sub
         stack[0] = 0
         for i in range(n):
             d = self.f_depth[i]
@@ -496,6 +516,7 @@ cdef class Runtime:
                 self.sub_bytes[<int64_t>p * 4 + w] |= self.sub_bytes[<int64_t>i * 4 + w]
         free(parent)
         free(stack)
+        return 0
 
     cdef int _first_byte_sets(self) except -1:
         cdef int32_t i = 1, j
@@ -809,7 +830,7 @@ cdef class Runtime:
         cdef uint8_t b
         cdef int32_t* ls = self.ls
         cdef uint8_t* pb = self.pb
-        cdef bint subtree_accept = self.use_subtree_accept
+        cdef bint subtree_accept = self._use_subtree_accept
         ls[0] = q0
         pb[0] = 0
         while i < hi:
