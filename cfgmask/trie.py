@@ -84,7 +84,7 @@ class TokTrie:
 
     __slots__ = ("node_byte", "node_depth", "node_token", "node_subtree_end", "node_first_child",
                  "token_same_next", "token_node", "n_nodes", "max_depth", "vocab_size",
-                 "n_trie_tokens")
+                 "n_trie_tokens", "_first_byte_sets")
 
     def __init__(self, node_byte, node_depth, node_token, node_subtree_end, token_same_next,
                  token_node, node_first_child=None, _owned=False):
@@ -112,6 +112,34 @@ class TokTrie:
         self.node_first_child = frozen(node_first_child, np.int32)
         if len(self.node_first_child) != n:
             raise ConfigurationError("TokTrie arrays have inconsistent lengths")
+        self._first_byte_sets = None
+
+    def first_byte_sets(self):
+        """The trie's tokens grouped by first byte, as sparse bitmask words.
+
+        ``(offsets int64[257], word int32[n], bits uint32[n])``: the tokens whose
+        bytes start with ``b`` are the set bits of ``bits[k]`` in mask word
+        ``word[k]`` for ``offsets[b] <= k < offsets[b+1]`` (words increasing).
+        Computed once per trie; every compiled grammar of the vocabulary copies
+        it (the runtime's first-byte token sets) instead of walking all nodes.
+        """
+        if self._first_byte_sets is None:
+            tok = np.flatnonzero(self.token_node > 0).astype(np.int64)   # node 0 is the root
+            depth = self.node_depth
+            tops = np.flatnonzero(depth == 1)                              # first-byte nodes, in order
+            top = tops[np.searchsorted(tops, self.token_node[tok], side="right") - 1]
+            first = self.node_byte[top].astype(np.int64)
+            n_words = (self.vocab_size + 31) // 32
+            key = first * n_words + (tok >> 5)
+            order = np.argsort(key, kind="stable")
+            key, tok = key[order], tok[order]
+            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, np.int64)
+            bits = np.bitwise_or.reduceat((np.uint32(1) << (tok & 31).astype(np.uint32)), starts) \
+                if key.size else np.zeros(0, np.uint32)
+            ukey = key[starts]
+            offsets = np.searchsorted(ukey // n_words, np.arange(257), side="left").astype(np.int64)
+            self._first_byte_sets = (offsets, (ukey % n_words).astype(np.int32), bits.astype(np.uint32))
+        return self._first_byte_sets
 
     @classmethod
     def from_arrays(cls, arrays):

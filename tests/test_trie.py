@@ -144,7 +144,20 @@ def test_random_vocabularies_match_naive_trie(seed):
         else:
             k = rng.randint(1, 7)
             token_bytes.append(bytes(rng.choice(alphabet) for _ in range(k)))
-    _naive_check(token_bytes, n + rng.randint(0, 5))
+    t = _naive_check(token_bytes, n + rng.randint(0, 5))
+    _check_first_byte_sets(t, token_bytes)
+
+
+def _check_first_byte_sets(t, token_bytes):
+    # the runtime's first-byte token sets, against grouping the token bytes by hand
+    offsets, words, bits = t.first_byte_sets()
+    assert offsets[0] == 0 and offsets[256] == len(words) == len(bits)
+    for b in range(256):
+        want = sorted(i for i, tb in enumerate(token_bytes) if tb and tb[0] == b)
+        got = sorted(32 * int(w) + k for w, x in zip(words[offsets[b]:offsets[b + 1]], bits[offsets[b]:offsets[b + 1]])
+                     for k in range(32) if (int(x) >> k) & 1)
+        assert got == want, b
+        assert list(words[offsets[b]:offsets[b + 1]]) == sorted(set(words[offsets[b]:offsets[b + 1]]))
 
 
 # --------------------------------------------------------- real vocabularies

@@ -34,7 +34,8 @@ from libc.string cimport memset, memcpy, memcmp
 import numpy as np
 
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint64_t
-from cfgmask._fast._sync cimport (cfg_rmutex_init, cfg_rmutex_lock, cfg_rmutex_unlock,
+from cfgmask._fast._sync cimport (cfg_zalloc, cfg_zfree, cfg_rmutex_init,
+                                  cfg_rmutex_lock, cfg_rmutex_unlock,
                                   cfg_rmutex_destroy, cfg_store_i32)
 
 
@@ -121,14 +122,14 @@ cdef class LazyDFA:
         v_u64 = forb_bits
         self.forb_bits = &v_u64[0]
         # per-state tables, sized once
-        self.c.trans = <int32_t*>calloc(<size_t>max_states * nc, sizeof(int32_t))
-        self.c.accept = <uint64_t*>calloc(<size_t>max_states * nw, sizeof(uint64_t))
-        self.c.any_accept = <uint8_t*>calloc(max_states, 1)
-        self.c.accept_id = <int32_t*>calloc(max_states, sizeof(int32_t))
-        self.c.restricted = <uint8_t*>calloc(max_states, 1)
-        self.c.end_trans = <int32_t*>calloc(<size_t>max_states * (nc + 1), sizeof(int32_t))
-        self.key_off = <int64_t*>calloc(max_states, sizeof(int64_t))
-        self.key_len = <int32_t*>calloc(max_states, sizeof(int32_t))
+        self.c.trans = <int32_t*>cfg_zalloc(<size_t>(max_states * nc) * sizeof(int32_t))
+        self.c.accept = <uint64_t*>cfg_zalloc(<size_t>(max_states * nw) * sizeof(uint64_t))
+        self.c.any_accept = <uint8_t*>cfg_zalloc(max_states)
+        self.c.accept_id = <int32_t*>cfg_zalloc(<size_t>(max_states) * sizeof(int32_t))
+        self.c.restricted = <uint8_t*>cfg_zalloc(max_states)
+        self.c.end_trans = <int32_t*>cfg_zalloc(<size_t>(max_states * (nc + 1)) * sizeof(int32_t))
+        self.key_off = <int64_t*>cfg_zalloc(<size_t>(max_states) * sizeof(int64_t))
+        self.key_len = <int32_t*>cfg_zalloc(<size_t>(max_states) * sizeof(int32_t))
         self.key_buf = <int32_t*>malloc(sizeof(int32_t) * (2 * T + 2))
         self.pool_cap = 1024
         self.key_pool = <int32_t*>malloc(sizeof(int32_t) * self.pool_cap)
@@ -167,14 +168,14 @@ cdef class LazyDFA:
         free(self.term_trans)
         free(self.term_acc)
         free(self.term_forb)
-        free(self.c.trans)
-        free(self.c.accept)
-        free(self.c.any_accept)
-        free(self.c.accept_id)
-        free(self.c.restricted)
-        free(self.c.end_trans)
-        free(self.key_off)
-        free(self.key_len)
+        cfg_zfree(self.c.trans)
+        cfg_zfree(self.c.accept)
+        cfg_zfree(self.c.any_accept)
+        cfg_zfree(self.c.accept_id)
+        cfg_zfree(self.c.restricted)
+        cfg_zfree(self.c.end_trans)
+        cfg_zfree(self.key_off)
+        cfg_zfree(self.key_len)
         free(self.key_buf)
         free(self.key_pool)
         free(self.h_vals)

@@ -58,7 +58,8 @@ cnp.import_array()
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from cfgmask._fast._lexer cimport LazyDFA, lex_step, lex_end
 from cfgmask._fast._earley cimport CGrammar, Rows
-from cfgmask._fast._sync cimport (cfg_rmutex, cfg_rmutex_init, cfg_rmutex_lock, cfg_rmutex_unlock,
+from cfgmask._fast._sync cimport (cfg_zalloc, cfg_zfree, cfg_rmutex,
+                                  cfg_rmutex_init, cfg_rmutex_lock, cfg_rmutex_unlock,
                                   cfg_rmutex_destroy, cfg_load_ptr, cfg_store_ptr, cfg_load_i32,
                                   cfg_store_i32, cfg_add_i64, cfg_yield)
 
@@ -310,11 +311,11 @@ cdef class Runtime:
             c = dfa.c.class_of[b]
             self.class_bytes[c * 4 + (b >> 6)] |= (<uint64_t>1) << (b & 63)
         self.max_states = dfa.c.max_states
-        self.entries = <Entry**>calloc(self.max_states, sizeof(Entry*))
-        self.loop_bits = <uint64_t*>calloc(<size_t>self.max_states * 4, sizeof(uint64_t))
-        self.loop_known = <uint8_t*>calloc(self.max_states, 1)
-        self.sl_known = <uint64_t*>calloc(self.max_states, sizeof(uint64_t))
-        self.sl_in = <uint64_t*>calloc(self.max_states, sizeof(uint64_t))
+        self.entries = <Entry**>cfg_zalloc(<size_t>self.max_states * sizeof(Entry*))
+        self.loop_bits = <uint64_t*>cfg_zalloc(<size_t>self.max_states * 4 * sizeof(uint64_t))
+        self.loop_known = <uint8_t*>cfg_zalloc(<size_t>self.max_states)
+        self.sl_known = <uint64_t*>cfg_zalloc(<size_t>self.max_states * sizeof(uint64_t))
+        self.sl_in = <uint64_t*>cfg_zalloc(<size_t>self.max_states * sizeof(uint64_t))
         self.aid_cap = 256
         self.aid_state = <int32_t*>malloc(sizeof(int32_t) * self.aid_cap)
         self.ls = <int32_t*>malloc(sizeof(int32_t) * (self.max_depth + 2))
@@ -336,7 +337,7 @@ cdef class Runtime:
                 or self.seen_pairs == NULL or self.seen_gen == NULL):
             _raise_memory(f"runtime tables for {self.max_states} lexer states")
         self._use_subtree_accept = False
-        self._first_byte_sets()
+        self._first_byte_sets(trie)
         self._setup_slices(slice_tables)
         self.cache_bytes = 0
 
@@ -346,7 +347,7 @@ cdef class Runtime:
             for i in range(self.max_states):
                 if self.entries[i] != NULL:
                     self._free_entry(self.entries[i])
-            free(self.entries)
+            cfg_zfree(self.entries)
         for i in range(256):
             free(self.first_byte[i].idx)
             free(self.first_byte[i].bits)
@@ -355,10 +356,10 @@ cdef class Runtime:
                 free(self.sl_bits[i].idx)
                 free(self.sl_bits[i].bits)
         free(<void*>self.eos_ids)
-        free(<void*>self.loop_bits)
-        free(<void*>self.loop_known)
-        free(<void*>self.sl_known)
-        free(<void*>self.sl_in)
+        cfg_zfree(<void*>self.loop_bits)
+        cfg_zfree(<void*>self.loop_known)
+        cfg_zfree(<void*>self.sl_known)
+        cfg_zfree(<void*>self.sl_in)
         free(<void*>self.aid_state)
         free(<void*>self.ls)
         free(<void*>self.pb)
@@ -518,15 +519,40 @@ cdef class Runtime:
         free(stack)
         return 0
 
-    cdef int _first_byte_sets(self) except -1:
-        cdef int32_t i = 1, j
+    cdef int _first_byte_sets(self, trie) except -1:
+        """``first_byte[b]``: the tokens starting with byte ``b``, copied from the
+        trie's own grouping (computed once per vocabulary, cfgmask/trie.py);
+        dense when that is smaller, as :meth:`_freeze` decides."""
+        offsets, words, bits = trie.first_byte_sets()
+        cdef const int64_t[::1] vo = np.ascontiguousarray(offsets, dtype=np.int64)
+        cdef const int32_t[::1] vw = np.ascontiguousarray(words, dtype=np.int32)
+        cdef const uint32_t[::1] vb = np.ascontiguousarray(bits, dtype=np.uint32)
+        cdef int32_t W = self.words
+        cdef int64_t lo, hi, k, n
+        cdef int b
+        cdef TokSet* ts
         memset(self.first_byte, 0, sizeof(self.first_byte))
-        while i < self.n_nodes:
-            for j in range(i, self.node_subtree_end[i]):
-                if self.node_token[j] >= 0:
-                    self._mark(self.node_token[j])
-            self._freeze(&self.first_byte[self.node_byte[i]])
-            i = self.node_subtree_end[i]
+        for b in range(256):
+            lo = vo[b]
+            hi = vo[b + 1]
+            n = hi - lo
+            ts = &self.first_byte[b]
+            if n * 2 >= W:
+                ts.n = -1
+                ts.bits = <uint32_t*>calloc(max(1, W), sizeof(uint32_t))
+                if ts.bits == NULL:
+                    _raise_memory("token set")
+                for k in range(lo, hi):
+                    ts.bits[vw[k]] = vb[k]
+            else:
+                ts.n = <int32_t>n
+                ts.idx = <int32_t*>malloc(sizeof(int32_t) * max(1, n))
+                ts.bits = <uint32_t*>malloc(sizeof(uint32_t) * max(1, n))
+                if ts.idx == NULL or ts.bits == NULL:
+                    _raise_memory("token set")
+                if n:
+                    memcpy(ts.idx, &vw[lo], sizeof(int32_t) * n)
+                    memcpy(ts.bits, &vb[lo], sizeof(uint32_t) * n)
         return 0
 
     # ---- small helpers -------------------------------------------------------

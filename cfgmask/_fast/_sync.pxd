@@ -16,3 +16,5 @@ cdef extern from "_sync.h" nogil:
     void cfg_rmutex_unlock(cfg_rmutex* r)
     void cfg_rmutex_destroy(cfg_rmutex* r)
     void cfg_yield()
+    void* cfg_zalloc(size_t n)
+    void cfg_zfree(void* p)
