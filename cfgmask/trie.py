@@ -84,7 +84,7 @@ class TokTrie:
 
     __slots__ = ("node_byte", "node_depth", "node_token", "node_subtree_end", "node_first_child",
                  "token_same_next", "token_node", "n_nodes", "max_depth", "vocab_size",
-                 "n_trie_tokens", "_first_byte_sets")
+                 "n_trie_tokens", "_first_byte_sets", "_levels")
 
     def __init__(self, node_byte, node_depth, node_token, node_subtree_end, token_same_next,
                  token_node, node_first_child=None, _owned=False):
@@ -113,6 +113,26 @@ class TokTrie:
         if len(self.node_first_child) != n:
             raise ConfigurationError("TokTrie arrays have inconsistent lengths")
         self._first_byte_sets = None
+        self._levels = None
+
+    def levels(self):
+        """``(parent int32[n], by_depth int32[n], depth_start int64[max_depth + 2])``:
+        each node's parent (-1 for the root), and the nodes sorted by depth, those
+        of depth ``d`` at ``by_depth[depth_start[d]:depth_start[d + 1]]``.
+        Computed once per trie; level-by-level walks (slice membership) use it."""
+        if self._levels is None:
+            n = self.n_nodes
+            depth = self.node_depth.astype(np.int64)
+            # pre-order: a node's parent is the last node before it one level up
+            parent = np.full(n, -1, dtype=np.int32)
+            by_depth = np.argsort(depth, kind="stable").astype(np.int32)
+            depth_start = np.searchsorted(depth[by_depth], np.arange(self.max_depth + 2)).astype(np.int64)
+            for d in range(1, self.max_depth + 1):
+                here = by_depth[depth_start[d]:depth_start[d + 1]]
+                up = by_depth[depth_start[d - 1]:depth_start[d]]
+                parent[here] = up[np.searchsorted(up, here, side="right") - 1]
+            self._levels = (parent, by_depth, depth_start)
+        return self._levels
 
     def first_byte_sets(self):
         """The trie's tokens grouped by first byte, as sparse bitmask words.
