@@ -110,6 +110,11 @@ def entry_path(kind, key):
     return d / kind / f"{key_digest(key)[:40]}.cfgm"
 
 
+# Artefacts that took less than this to build stay in memory only: reading a
+# cache file back costs about as much, and a server compiling one JSON Schema
+# grammar after another would otherwise write files it never reads again.
+PERSIST_ABOVE_S = 0.003
+
 _code_hashes = {}
 
 

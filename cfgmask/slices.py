@@ -41,6 +41,7 @@ contained visits every token whose fate is not already settled.
 """
 
 import hashlib
+import time
 
 import numpy as np
 
@@ -138,6 +139,18 @@ def _repeat_classes(pattern):
 def _has_cycle(dfa):
     """True when the DFA accepts infinitely many strings (a trimmed DFA with a cycle)."""
     n = dfa.n_states
+    if n <= 64:
+        # small automata (JSON Schema keys, keywords): peel off states without a
+        # successor until nothing changes; what is left lies on or before a cycle
+        edges = np.zeros((n, n), dtype=np.bool_)
+        src, byte = np.nonzero(dfa.trans >= 0)
+        edges[src, dfa.trans[src, byte]] = True
+        alive = np.ones(n, dtype=np.bool_)
+        while True:
+            keep = alive & edges[:, alive].any(axis=1)
+            if keep.sum() == alive.sum():
+                return bool(keep.any())
+            alive = keep
     succ = [np.unique(dfa.trans[s][dfa.trans[s] >= 0]).tolist() for s in range(n)]
     color = [0] * n
     for root in range(n):
@@ -323,89 +336,113 @@ def _filtered_trie(trie, keep_token):
     has = np.zeros(n, dtype=np.bool_)
     t_ok = tokn >= 0
     has[t_ok] = keep_token[tokn[t_ok]]
-    parent = _parents(trie)
-    for d in range(int(depth.max()), 0, -1):
-        nodes = np.flatnonzero((depth == d) & has)
-        has[parent[nodes]] = True
+    parent, by_depth, depth_start = trie.levels()
+    for d in range(trie.max_depth, 0, -1):     # a kept node keeps its parent, bottom up
+        here = by_depth[depth_start[d]:depth_start[d + 1]]
+        has[parent[here[has[here]]]] = True
     has[0] = True
-    new_index = np.cumsum(has) - 1                         # old -> new for kept nodes
     first_kept_at = np.concatenate([np.cumsum(has) - has, [has.sum()]])  # kept nodes before i
     keep_idx = np.flatnonzero(has)
     node_token = np.where(t_ok[keep_idx] & keep_token[np.maximum(tokn[keep_idx], 0)],
                           tokn[keep_idx], -1).astype(np.int32)
     send = first_kept_at[np.asarray(trie.node_subtree_end)[keep_idx]].astype(np.int32)
-    del new_index
     return (np.asarray(trie.node_byte)[keep_idx].copy(), depth[keep_idx].astype(np.int32),
             node_token, send)
 
 
-_PARENTS = {}
+def build(candidates, trie, flat, offsets, special, vocab_size, **options):
+    """:func:`choose` then :func:`layout`: the :class:`SliceTables` of ``candidates``.
+
+    ``options``: ``min_tokens``, ``min_fraction``, ``max_slices`` (see
+    :func:`choose`).  ``flat`` and ``offsets`` (the flattened token bytes) are
+    accepted for the reference :func:`token_membership`; the build itself walks
+    the trie.
+    """
+    chosen, own = choose(candidates, trie, special, vocab_size, **options)
+    return layout([candidates[i] for i in chosen], own, trie, vocab_size)
 
 
-def _parents(trie):
-    key = id(trie)
-    hit = _PARENTS.get(key)
-    if hit is not None and hit[0] is trie:
-        return hit[1]
-    depth = np.asarray(trie.node_depth)
-    n = len(depth)
-    parent = np.zeros(n, dtype=np.int64)
-    # the parent of node i is the last node before i one level up
-    order = np.arange(n)
-    for d in range(1, int(depth.max()) + 1):
-        ups = np.flatnonzero(depth == d - 1)
-        here = np.flatnonzero(depth == d)
-        parent[here] = ups[np.searchsorted(ups, here, side="left") - 1]
-    _PARENTS.clear()
-    _PARENTS[key] = (trie, parent)
-    del order
-    return parent
+def _membership(s, trie, special, V, memo):
+    """Bool [V]: the tokens of slice ``s``, memoised in ``memo`` by the slice's digest
+    (packed bits: 6-16 KB each) so that grammars sharing terminals share the work."""
+    k = s.key()
+    if memo is not None and k in memo:
+        return np.unpackbits(memo[k], bitorder="little", count=V).astype(np.bool_)
+    m = np.zeros(V, dtype=np.bool_)
+    got = trie_membership(s.dfa, trie, special, s.lead)
+    m[:min(V, len(got))] = got[:V]
+    if memo is not None:
+        if len(memo) >= _MEMBERSHIP_MEMO_SIZE:
+            memo.pop(next(iter(memo)))
+        memo[k] = np.packbits(m, bitorder="little")
+    return m
 
 
-def build(candidates, trie, flat, offsets, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS,
-          min_fraction=MIN_SLICE_FRACTION, max_slices=MAX_SLICES):
-    """Keep the candidate slices with enough tokens, give each token to the first
-    slice (in priority order) that contains it, and lay out the forest of
-    filtered tries.  Returns :class:`SliceTables`.
+def choose(candidates, trie, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS,
+           min_fraction=MIN_SLICE_FRACTION, max_slices=MAX_SLICES, memberships=None):
+    """Keep the candidate slices with enough tokens and give each token to the
+    first kept slice (in priority order) that contains it.
 
+    Returns ``(indices into candidates, own token sets)``, in priority order.
     Priority: prefix slices (largest first: identifiers and strings are what
     most lexer states can continue), then cross slices (a space and a word:
     the largest family of tokens that cross a lexeme boundary), then run
     slices (bounded variants before unbounded ones, so each length range gets
     its own trie).  A slice that gets too few tokens of its own is dropped.
+    ``memberships``: a dict memoising each candidate's token set.
     """
     V = vocab_size
-    n_tok = len(offsets) - 1
+    n_tok = len(special)
     threshold = max(1, min_tokens, int(min_fraction * max(1, n_tok)))
     max_slices = min(int(max_slices), 32)
-    scored = []
     # an upper bound per candidate from the tokens' first bytes alone: most run
     # candidates (digits, one punctuation class) cannot reach the threshold, and
     # skipping them changes nothing but the time (the bound is never below the count)
-    lens = np.diff(offsets)
-    has_first = (lens > 0) & (special == 0)
-    first_count = np.bincount(flat[offsets[:-1][has_first]], minlength=256)
+    offsets, _words, bits = trie.first_byte_sets()
+    ones = np.unpackbits(bits.view(np.uint8), bitorder="little").reshape(-1, 32).sum(axis=1)
+    csum = np.r_[0, np.cumsum(ones)]
+    first_count = csum[offsets[1:]] - csum[offsets[:-1]]     # trie tokens per first byte
+    scored = []
     for i, s in enumerate(candidates):
         if int(first_count[s.dfa.trans[0] >= 0].sum()) < threshold:
             continue
-        m = np.zeros(V, dtype=np.bool_)
-        got = trie_membership(s.dfa, trie, special, s.lead)
-        m[:len(got)] = got[:V]
+        m = _membership(s, trie, special, V, memberships)
         c = int(m.sum())
         if c >= threshold:
             kind = 1 if s.lead is not None else (0 if s.name.startswith("P[") else 2)
-            scored.append(((kind, c if kind == 2 else -c, i), s, m))
+            scored.append(((kind, c if kind == 2 else -c, i), i, m))
     scored.sort(key=lambda x: x[0])
-    slices, own = [], []
+    chosen, own = [], []
     taken = np.zeros(V, dtype=np.bool_)
-    for _key, s, m in scored:
-        if len(slices) >= max_slices:
+    for _key, i, m in scored:
+        if len(chosen) >= max_slices:
             break
         mine = m & ~taken
         if mine.sum() < threshold:
             continue
-        slices.append(s)
+        chosen.append(i)
         own.append(mine)
+        taken |= mine
+    return chosen, own
+
+
+def _own_sets(slices, trie, special, V, memberships):
+    """The own token sets of already chosen ``slices`` (in their priority order)."""
+    own = []
+    taken = np.zeros(V, dtype=np.bool_)
+    for s in slices:
+        m = _membership(s, trie, special, V, memberships)
+        own.append(m & ~taken)
+        taken |= m
+    return own
+
+
+def layout(slices, own, trie, vocab_size):
+    """The forest of filtered tries (one per slice with its own tokens, then the
+    rest) and the containment tree: a :class:`SliceTables`."""
+    V = vocab_size
+    taken = np.zeros(V, dtype=np.bool_)
+    for mine in own:
         taken |= mine
     parts, lo, hi = [], [], []
     base = 0
@@ -502,8 +539,10 @@ def derived(grammar, lexer_spec):
     got = cache.load("slice-candidates", key)
     candidates = _candidates_from_arrays(*got) if got is not None else None
     if candidates is None:
+        t0 = time.perf_counter()
         candidates = derive(grammar, lexer_spec)
-        cache.store("slice-candidates", key, *_candidates_to_arrays(candidates))
+        if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
+            cache.store("slice-candidates", key, *_candidates_to_arrays(candidates))
     if len(_DERIVED) >= _DERIVED_SIZE:
         _DERIVED.pop(next(iter(_DERIVED)))
     _DERIVED[digest] = candidates
@@ -542,47 +581,83 @@ def _candidates_from_arrays(meta, arrays):
 
 # ---------------------------------------------------------------- per vocabulary cache
 
-SLICES_FORMAT = 1
+SLICES_FORMAT = 2
 _TABLE_CACHE_SIZE = 16
+_CHOICE_CACHE_SIZE = 256
+_MEMBERSHIP_MEMO_SIZE = 1024
+
+
+def _memo_put(memo, key, value, size):
+    if len(memo) >= size:
+        memo.pop(next(iter(memo)))
+    memo[key] = value
 
 
 def for_grammar(grammar, lexer_spec, prepared, **options):
     """The :class:`SliceTables` of ``grammar`` on a prepared vocabulary.
 
-    Memoised per vocabulary (the last few slice sets, in memory) and in the disk
-    cache (``cfgmask.cache``, kind ``slices``), keyed by the vocabulary's
-    fingerprint, the slice automata, the build options and this module's code:
-    a compile whose grammar derives the same slices as an earlier one (in this
-    process or a former one) pays neither the memberships nor the tries.
+    Two levels, each memoised per vocabulary in memory and kept in the disk
+    cache (``cfgmask.cache``), keyed by the vocabulary's fingerprint, the build
+    options and this module's code:
+
+    * *choice* (kind ``slice-choice``, a few bytes): which of the grammar's
+      candidate slices are kept, keyed by all candidates' automata;
+    * *tables* (kind ``slices``: token sets, forest, tree), keyed by the kept
+      slices alone.
+
+    Grammars that differ only in terminals that make no slice (every JSON
+    Schema grammar keeps the same string-body runs) share the tables, and the
+    token set of each candidate is memoised, so a new grammar pays for the
+    candidates it does not share and for a forest only when its kept set is new.
     """
     from . import cache
     candidates = derived(grammar, lexer_spec)
-    key = {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
-           "vocab": prepared.vocab.fingerprint(), "slices": [c.key() for c in candidates],
-           "options": {k: options[k] for k in sorted(options)}}
-    digest = cache.key_digest(key)
+    V = prepared.vocab.vocab_size
+    trie, special = prepared.trie, prepared.token_special
+    base = {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
+            "vocab": prepared.vocab.fingerprint(), "options": {k: options[k] for k in sorted(options)}}
+    memberships = prepared.__dict__.setdefault("_slice_memberships", {})
+
+    choice_key = dict(base, candidates=[c.key() for c in candidates])
+    choice_digest = cache.key_digest(choice_key)
+    choices = prepared.__dict__.setdefault("_slice_choices", {})
+    chosen, own = choices.get(choice_digest), None
+    if chosen is None:
+        got = cache.load("slice-choice", choice_key)
+        if got is not None:
+            idx = got[0].get("chosen")
+            if isinstance(idx, list) and all(isinstance(i, int) and 0 <= i < len(candidates) for i in idx):
+                chosen = idx
+    if chosen is None:
+        t0 = time.perf_counter()
+        chosen, own = choose(candidates, trie, special, V, memberships=memberships, **options)
+        if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
+            cache.store("slice-choice", choice_key, {"chosen": chosen}, {})
+    _memo_put(choices, choice_digest, chosen, _CHOICE_CACHE_SIZE)
+    slices = [candidates[i] for i in chosen]
+
+    tables_key = dict(base, chosen=[s.key() for s in slices])
+    tables_digest = cache.key_digest(tables_key)
     memo = prepared.__dict__.setdefault("_slice_tables", {})
-    hit = memo.get(digest)
+    hit = memo.get(tables_digest)
     if hit is not None:
         return hit
     tables = None
-    got = cache.load("slices", key)
+    got = cache.load("slices", tables_key)
     if got is not None:
-        tables = _from_arrays(got[0], got[1], candidates)
+        tables = _from_arrays(got[0], got[1], slices)
     if tables is None:
-        tables = build(candidates, prepared.trie, prepared.token_bytes_flat, prepared.token_offsets,
-                       prepared.token_special, prepared.vocab.vocab_size, **options)
-        meta, arrays = _to_arrays(tables, candidates)
-        cache.store("slices", key, meta, arrays)
-    if len(memo) >= _TABLE_CACHE_SIZE:
-        memo.pop(next(iter(memo)))
-    memo[digest] = tables
+        if own is None:
+            own = _own_sets(slices, trie, special, V, memberships)
+        tables = layout(slices, own, trie, V)
+        meta, arrays = _to_arrays(tables)
+        cache.store("slices", tables_key, meta, arrays)
+    _memo_put(memo, tables_digest, tables, _TABLE_CACHE_SIZE)
     return tables
 
 
-def _to_arrays(tables, candidates):
-    index = {id(c): i for i, c in enumerate(candidates)}
-    meta = {"chosen": [index[id(s)] for s in tables.slices], "rest": [int(tables.rest_lo), int(tables.rest_hi)],
+def _to_arrays(tables):
+    meta = {"rest": [int(tables.rest_lo), int(tables.rest_hi)],
             "words": int(tables.words), "V": int(tables.tokens.shape[1])}
     arrays = dict(tables.forest)
     arrays["tokens"] = np.packbits(tables.tokens, axis=1, bitorder="little")
@@ -592,16 +667,15 @@ def _to_arrays(tables, candidates):
     return meta, arrays
 
 
-def _from_arrays(meta, arrays, candidates):
+def _from_arrays(meta, arrays, slices):
     try:
-        chosen = [candidates[i] for i in meta["chosen"]]
         V = int(meta["V"])
         tokens = np.unpackbits(arrays["tokens"], axis=1, bitorder="little", count=V).astype(np.bool_)
         forest = {k: np.asarray(arrays[k]) for k in ("node_byte", "node_depth", "node_token",
                                                      "node_subtree_end")}
-        if tokens.shape[0] != len(chosen):
+        if tokens.shape[0] != len(slices):
             return None
-        return SliceTables(chosen, np.asarray(arrays["parent"]), tokens.reshape(len(chosen), V), forest,
+        return SliceTables(slices, np.asarray(arrays["parent"]), tokens.reshape(len(slices), V), forest,
                            np.asarray(arrays["trie_lo"]), np.asarray(arrays["trie_hi"]),
                            int(meta["rest"][0]), int(meta["rest"][1]), int(meta["words"]))
     except (KeyError, IndexError, ValueError, TypeError):

@@ -157,3 +157,20 @@ def test_slices_off_and_on_agree_on_a_tiny_vocabulary_with_forced_slices():
         assert a.allowed_tokens().tolist() == b.allowed_tokens().tolist(), text[:i]
         if i < len(text):
             assert a.consume_bytes(text[i:i + 1]) == 1 and b.consume_bytes(text[i:i + 1]) == 1
+
+
+@pytest.mark.parametrize("pattern", [r'"abc"', r"a+", r"(ab)*c", r"a{1,5}", r"[0-9]+(\.[0-9]+)?", r"x|y|zz",
+                                     r'"(?:[^"\\]|\\.)*"', r"a{3}b?", r"a{1,100}", r"(a{1,70}b)+", r"[a-z]{2,80}"])
+def test_has_cycle_is_infinite_language(pattern):
+    # oracle (pumping lemma): a DFA with n states accepts infinitely many strings
+    # iff it accepts one whose length is in [n, 2n)
+    from cfgmask import regex
+    dfa = regex.compile_regex(pattern)
+    n = dfa.n_states
+    states, infinite = {0}, False
+    for length in range(1, 2 * n):
+        states = {int(t) for s in states for t in dfa.trans[s] if t >= 0}
+        if length >= n and any(dfa.accepting[s] for s in states):
+            infinite = True
+            break
+    assert S._has_cycle(dfa) == infinite
