@@ -427,9 +427,14 @@ def test_refs_anchor_id_and_drafts():
 def test_memo_makes_the_second_compile_cheap():
     """Terminal automata are memoised by pattern text (regex.remember_dfa)."""
     from cfgmask import regex
+    import re
     compile_schema(SMALL)
     g = compile_schema(SMALL)
-    assert all(p in regex._DFA_MEMO or p in regex._DFA_PINNED for p in g.terminal_patterns)
+    # the schema's own terminals; fixed punctuation (`\{`, `:`) is compiled by the
+    # lexer later and may come from its disk cache instead, so it need not be here
+    literal = re.compile(r"(?:\\[^A-Za-z0-9]|[^\\.^$*+?()\[\]{}|])+")
+    own = [p for p in g.terminal_patterns if not literal.fullmatch(p)]
+    assert own and all(p in regex._DFA_MEMO or p in regex._DFA_PINNED for p in own)
 
 
 def test_pinned_automata_live_as_long_as_their_grammar():
