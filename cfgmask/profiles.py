@@ -147,6 +147,10 @@ class ProfileSpec:
     table_symbol: str = ""
     name_terminal: str = ""
     quoted_name_terminal: str = ""
+    # terminals that end every document they occur in (nothing but the fence
+    # or EOS follows them in the profile, and the fence is stripped), so no
+    # byte after them needs forbidding for the full grammar's cuts
+    final: tuple = ()
 
 
 # The per-grammar specification, in one place (adjust here when a grammar's
@@ -160,7 +164,9 @@ SPECS = {
     "sql": ProfileSpec(
         fence_tags=("sql", "sqlite", "SQL"),
         comments=("LINE_COMMENT", "BLOCK_COMMENT"),
-        whitespace={"WS": _SPACE_OR_LINE},
+        # the final ";" carries the trailing whitespace and comments of the full grammar
+        whitespace={"WS": _SPACE_OR_LINE, "FINAL_SEMICOLON": ";"},
+        final=("FINAL_SEMICOLON",),
         quoted_identifiers=("DQ_IDENT", "BACKTICK_IDENT", "BRACKET_IDENT"),
         strings=("SQ_STRING",),
         table_rules=("table_or_subquery", "insert_stmt", "update_stmt", "delete_stmt", "in_rhs"),
@@ -323,13 +329,13 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     full = {n: _dfa(p, n) for n, p in zip(names, grammar.terminal_patterns)}
     prof = {n: (_dfa(p, n) if n in origin else full[n]) for n, p in patterns.items()}
     wb = frozenset(grammar.word_boundary)
-    guards = _guards(full, prof, origin, dropped, wb, where, spec.unsplit)
+    guards = _guards(full, prof, origin, dropped, wb, where, spec.unsplit, spec.final)
     for name, forbidden in guards.items():
         patterns[name] = f"(?:{patterns[name]})(?!{_byte_class(forbidden)})"
         prof[name] = _dfa(patterns[name], name)
     for name in set(origin) | set(guards):
         _check_subset(prof[name], full[origin.get(name, name)], name, where)
-    again = _guards(full, prof, origin, dropped, wb, where, spec.unsplit)
+    again = _guards(full, prof, origin, dropped, wb, where, spec.unsplit, spec.final)
     if again:  # the guards are a fixpoint by construction; this is the proof
         raise GrammarError(f"{where}: internal error, lookahead guards did not converge "
                            f"({', '.join(again)})", where=where, construct="profile")
@@ -488,8 +494,10 @@ def _ends_in(dfa, byte_set):
     return [bool(row.any()) and not (row & ~ok).any() for row in into]
 
 
-def _guards(full, prof, origin, dropped, wb, where, unsplit=()):
-    """Bytes each profile terminal must not be followed by (invariants 2 and 3): ``{name: set}``."""
+def _guards(full, prof, origin, dropped, wb, where, unsplit=(), final=()):
+    """Bytes each profile terminal must not be followed by (invariants 2 and 3): ``{name: set}``.
+
+    Terminals in ``final`` end the document, so they need no guard."""
     guards = {}
     # 2. same cuts: pair every profile terminal v with the original u of every replaced or
     # added terminal, where both can read the same bytes; where v may end and u goes on,
@@ -531,6 +539,8 @@ def _guards(full, prof, origin, dropped, wb, where, unsplit=()):
             s = int(dv.trans[0, b1])
             if s >= 0 and dv.can_end(s, b2):
                 guards.setdefault(v, set()).add(b2)
+    for name in final:
+        guards.pop(name, None)
     return guards
 
 
