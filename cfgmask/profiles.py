@@ -80,7 +80,7 @@ under the profile's masks, fence stripped, must parse with the full grammar
 """
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -147,6 +147,7 @@ class ProfileSpec:
     table_symbol: str = ""
     name_terminal: str = ""
     quoted_name_terminal: str = ""
+    quote_char: str = '"'                  # how quoted_name_terminal quotes a table name
     # terminals that end every document they occur in (nothing but the fence
     # or EOS follows them in the profile, and the fence is stripped), so no
     # byte after them needs forbidding for the full grammar's cuts
@@ -182,6 +183,15 @@ SPECS = {
         unsplit=("--", "++"),
     ),
 }
+
+# The SQL dialects (cfgmask/sql_dialects.py): PostgreSQL has no `...` or [...]
+# names; in MySQL "..." is a string, so names are quoted with backticks.
+SPECS["sql:postgres"] = replace(SPECS["sql"], fence_tags=("sql", "postgresql", "postgres", "SQL"),
+                                quoted_identifiers=("DQ_IDENT",))
+SPECS["sql:mysql"] = replace(SPECS["sql"], fence_tags=("sql", "mysql", "SQL"),
+                             comments=("LINE_COMMENT", "BLOCK_COMMENT", "HASH_COMMENT"),
+                             quoted_identifiers=("BACKTICK_IDENT",), strings=("SQ_STRING", "DQ_STRING"),
+                             quoted_name_terminal="BACKTICK_IDENT", quote_char="`")
 
 
 class Profile:
@@ -237,19 +247,21 @@ def strip_fence(grammar, text):
     return prof.strip_fence(text) if prof is not None else text
 
 
-def builtin(name, profile="generate", *, start="start", **options):
-    """Bundled grammar ``name`` under ``profile`` (``"full"`` or ``"generate"``); see :func:`apply`."""
+def builtin(name, profile="generate", *, start="start", dialect=None, **options):
+    """Bundled grammar ``name`` (for ``sql``, of ``dialect``) under ``profile``
+    (``"full"`` or ``"generate"``); see :func:`apply`."""
     from .grammar import Grammar
     if profile not in PROFILE_NAMES:
         raise ConfigurationError(f"no grammar profile {profile!r}; choose one of {', '.join(PROFILE_NAMES)}")
     if name not in Grammar.builtin_names():
         raise ConfigurationError(f"no builtin grammar {name!r}; choose one of {', '.join(Grammar.builtin_names())}")
-    g = Grammar.from_file(Grammar.builtin_path(name), start=start)
+    g = Grammar._builtin_full(name, start=start, dialect=dialect)
     if profile == "full":
         if options:
             raise ConfigurationError(f"the full grammar takes no profile options ({', '.join(options)})")
         return g
-    return apply(g, name, **options)
+    spec_name = name if dialect in (None, "sqlite") else f"{name}:{dialect}"
+    return apply(g, spec_name, **options)
 
 
 def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_string=MAX_STRING,
@@ -377,7 +389,8 @@ def _table_terminals(spec, tables, grammar, need, where):
         return "".join(f"[{c.upper()}{c.lower()}]" if c.isascii() and c.isalpha() else re.escape(c)
                        for c in name)
     bare = sorted({t for t in tables if bare_rx.fullmatch(t)}, key=lambda t: (-len(t), t))
-    out = {TABLE_NAME_QUOTED: "|".join('"' + re.escape(t.replace('"', '""')) + '"' for t in tables)}
+    q = spec.quote_char
+    out = {TABLE_NAME_QUOTED: "|".join(re.escape(q + t.replace(q, q + q) + q) for t in tables)}
     if bare:
         out[TABLE_NAME] = "|".join(any_case(t) for t in bare)
     return out

@@ -179,6 +179,37 @@ EXTRA_CONTEXTS = [
 CONTEXTS = [c for cs in CLASSES.values() for c in cs]
 
 
+# What the other dialects add: places only their grammars have, and
+# terminals that exclude every keyword of the dialect (None).
+DIALECT_CLASSES = {
+    "postgres": {
+        "EXPR_IDENT": ["SELECT DISTINCT ON (K) a FROM t", "SELECT K::int", "SELECT a FROM t WHERE K ILIKE 'a'",
+                       "SELECT a FROM t WHERE a ILIKE K", "SELECT K IS DISTINCT FROM 1", "SELECT 1 IS DISTINCT FROM K",
+                       "SELECT a FROM t LIMIT K OFFSET 1", "SELECT a FROM t OFFSET K", "SELECT EXTRACT(YEAR FROM K)",
+                       "SELECT SUBSTRING(K FROM 1 FOR 2)", "SELECT COALESCE(K, 1)", "SELECT 1 = ANY (K)"],
+        "FUNC_IDENT": ["SELECT K 'a'", "SELECT CAST(1 AS K)", "SELECT 1::K", "SELECT K(a ORDER BY a) FROM t",
+                       "SELECT K(a) WITHIN GROUP (ORDER BY a) FROM t", "SELECT K.f(1)", "SELECT 1::K(10)",
+                       "SELECT CAST(1 AS K[])"],
+        "ALIAS_IDENT": ["SELECT 1::int K", "SELECT a::text K FROM t", "SELECT EXTRACT(YEAR FROM a) K FROM t",
+                        "SELECT a FROM t WHERE 1 = 1 UNION SELECT 1 K"],
+        "IDS_IDENT": ["SELECT * FROM t K (a)", "SELECT * FROM t K OFFSET 1", "UPDATE t K SET a = 1",
+                      "DELETE FROM t K WHERE 1", "SELECT * FROM LATERAL (SELECT 1) K", "SELECT * FROM (t JOIN u ON 1) K",
+                      "SELECT * FROM t K FETCH FIRST 1 ROW ONLY", "DELETE FROM t K USING u"],
+    },
+    "mysql": {
+        "EXPR_IDENT": ["SELECT K DIV 2", "SELECT K REGEXP 'a'", "SELECT a FROM t LIMIT 1, K", "SELECT K := 1",
+                       "SELECT INTERVAL K DAY + a", "SELECT K MOD 2", "SELECT K XOR 1"],
+        "FUNC_IDENT": ["SELECT K(1) DIV 2"],
+        "ALIAS_IDENT": ["SELECT 1 K FROM t LIMIT 1, 2", "SELECT a DIV 2 K FROM t"],
+        "IDS_IDENT": ["SELECT * FROM t K LIMIT 1, 2", "UPDATE t K SET a = 1", "SELECT * FROM t K STRAIGHT_JOIN u"],
+    },
+}
+
+GRAMMARS = {"sqlite": GRAMMAR, "postgres": os.path.join(HERE, "..", "grammars", "sql_postgres.lark"),
+            "mysql": os.path.join(HERE, "..", "grammars", "sql_mysql.lark")}
+RESERVED_FILE = os.path.join(HERE, "sql_ident_reserved.json")
+
+
 def _is_syntax_error(exc):
     msg = str(exc)
     return "syntax error" in msg or "unrecognized token" in msg or "incomplete input" in msg
@@ -193,21 +224,68 @@ def sqlite_refuses(con, sql):
     return False
 
 
+def judge(dialect):
+    """`refuses(sql)` for the dialect's engine: True on a syntax error."""
+    if dialect == "sqlite":
+        con = sqlite3.connect(":memory:")
+        return lambda sql: sqlite_refuses(con, sql)
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    from tests import sql_judges
+    j = sql_judges.get(dialect)
+    if j is None:
+        raise SystemExit("no %s judge here (see tests/sql_judges.py)" % dialect)
+    return lambda sql: j.syntax_error(sql) is not None
+
+
+def keywords(dialect):
+    if dialect == "sqlite":
+        return KEYWORDS
+    if dialect == "postgres":
+        from pglast import keywords as kw
+        return sorted(w.upper() for w in (kw.RESERVED_KEYWORDS | kw.UNRESERVED_KEYWORDS |
+                                          kw.COL_NAME_KEYWORDS | kw.TYPE_FUNC_NAME_KEYWORDS))
+    from tests import sql_judges
+    return sql_judges.get("mysql").keywords()
+
+
+def classes(dialect):
+    out = {k: list(v) for k, v in CLASSES.items()}
+    for k, v in DIALECT_CLASSES.get(dialect, {}).items():
+        out[k] = None if v is None else out.get(k, []) + v
+    return out
+
+
 def fill(ctx, word):
     return re.sub(r"\bK\b", word, ctx)
 
 
-def probe():
-    """{terminal: sorted keywords SQLite refuses in some statement of its class}."""
-    con = sqlite3.connect(":memory:")
+def probe(dialect="sqlite", verbose=False):
+    """{terminal: sorted keywords the engine refuses in some statement of its class}.
+
+    Statements that the engine refuses even with a plain name are skipped
+    (they are SQLite syntax the dialect lacks)."""
+    refuses = judge(dialect)
+    words = keywords(dialect)
     out = {}
-    for name, contexts in CLASSES.items():
-        for ctx in contexts:
-            if sqlite_refuses(con, fill(ctx, "xyz")):
-                raise SystemExit("context is not valid SQLite with a plain name: %r" % ctx)
-        out[name] = sorted(kw for kw in KEYWORDS
-                           if any(sqlite_refuses(con, fill(ctx, kw.lower())) for ctx in contexts))
+    for name, contexts in classes(dialect).items():
+        if contexts is None:
+            out[name] = sorted(words)
+            continue
+        ok = [c for c in contexts if not refuses(fill(c, "xyz"))]
+        if dialect == "sqlite" and len(ok) != len(contexts):
+            raise SystemExit("not valid SQLite with a plain name: %r" % sorted(set(contexts) - set(ok)))
+        if verbose and len(ok) != len(contexts):
+            print("%s: %d statements skipped: %s" % (name, len(contexts) - len(ok), sorted(set(contexts) - set(ok))))
+        out[name] = sorted(kw for kw in words if any(refuses(fill(c, kw.lower())) for c in ok))
     return out
+
+
+def reserved(dialect="sqlite"):
+    if dialect == "sqlite":
+        return RESERVED
+    import json
+    with open(RESERVED_FILE) as f:
+        return json.load(f)[dialect]
 
 
 # Result of probe() on SQLite 3.40.1 (kept fixed so that the grammar does not
@@ -276,34 +354,57 @@ BEGIN = "// BEGIN GENERATED by tools/sql_ident.py"
 END = "// END GENERATED"
 
 
-def block():
+def block(dialect="sqlite"):
+    base_terms = set(RESERVED)
     out = [BEGIN, "// One terminal per kind of place a bare name can stand; each excludes the",
-           "// keywords SQLite refuses there (tools/sql_ident.py CLASSES)."]
-    for name, words in RESERVED.items():
+           "// keywords the engine refuses there (tools/sql_ident.py CLASSES)."]
+    for name, words in reserved(dialect).items():
         out.append("// %s: not one of %d keywords." % (name, len(words)))
-        out.append("%s: /%s/" % (name, build_regex(words)))
+        pre = "%override " if dialect != "sqlite" and name in base_terms else ""
+        out.append("%s%s: /%s/" % (pre, name, build_regex(words)))
     out.append(END)
     return "\n".join(out)
 
 
 def main():
-    arg = sys.argv[1] if len(sys.argv) > 1 else "--check"
-    if arg == "--probe":
-        got = probe()
-        print("sqlite", sqlite3.sqlite_version)
+    args = sys.argv[1:]
+    dialect = "sqlite"
+    if "--dialect" in args:
+        i = args.index("--dialect")
+        dialect = args[i + 1]
+        del args[i:i + 2]
+    arg = args[0] if args else "--check"
+    if arg in ("--probe", "--update"):
+        got = probe(dialect, verbose=True)
+        print(dialect)
         for name, words in got.items():
-            print(name, len(words), "refused:", " ".join(words))
-            diff = sorted(set(words) ^ set(RESERVED.get(name, ())))
+            print(name, len(words), "refused:", " ".join(words)[:400])
+            diff = sorted(set(words) ^ set(reserved(dialect).get(name, ()) if dialect == "sqlite" or
+                                            os.path.exists(RESERVED_FILE) else ()))
             if diff:
-                print("  differs from RESERVED:", diff)
+                print("  differs from the stored list:", diff[:50])
+        if arg == "--update" and dialect != "sqlite":
+            import json
+            data = {}
+            if os.path.exists(RESERVED_FILE):
+                with open(RESERVED_FILE) as f:
+                    data = json.load(f)
+            data[dialect] = got
+            with open(RESERVED_FILE, "w") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+                f.write("\n")
         return
-    text = open(GRAMMAR).read()
+    path = GRAMMARS[dialect]
+    text = open(path).read()
     pat = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
-    new = pat.sub(lambda m: block(), text)
+    new = pat.sub(lambda m: block(dialect), text)
     if arg == "--write":
-        open(GRAMMAR, "w").write(new)
-    elif new != text:
-        sys.exit("grammars/sql.lark IDENT block is out of date: run tools/sql_ident.py --write")
+        if BEGIN not in text:
+            new = text.rstrip("\n") + "\n\n" + block(dialect) + "\n"
+        open(path, "w").write(new)
+    elif new != text or BEGIN not in text:
+        sys.exit("%s: generated block out of date: run tools/sql_ident.py --dialect %s --write"
+                 % (os.path.basename(path), dialect))
 
 
 if __name__ == "__main__":
