@@ -527,8 +527,14 @@ def _guards(full, prof, origin, dropped, wb, where, unsplit=(), final=()):
         for b1 in np.flatnonzero(cd.trans[0] >= 0).tolist():
             s1 = int(cd.trans[0, b1])
             if cd.accepting[s1]:
-                raise GrammarError(f"{where}: comment {c} can be one byte long; it cannot be "
-                                   "kept out of the profile", where=c, construct="profile comment")
+                # a one-byte comment start (MySQL's "#") is out of the profile
+                # when no profile lexeme starts with that byte
+                starts = [v for v, dv in prof.items() if dv.trans[0, b1] >= 0]
+                if starts:
+                    raise GrammarError(f"{where}: comment {c} can be one byte long and terminal "
+                                       f"{starts[0]} starts with that byte; it cannot be kept out of "
+                                       "the profile", where=c, construct="profile comment")
+                continue
             for b2 in np.flatnonzero(cd.trans[s1] >= 0).tolist():
                 for v, dv in prof.items():
                     s = int(dv.trans[0, b1])
