@@ -262,7 +262,8 @@ def keywords(dialect):
 _INSERT_TARGETS = ["INSERT INTO K VALUES (1)", "INSERT INTO K SELECT 1", "INSERT INTO K DEFAULT VALUES",
                    "INSERT INTO K (a) VALUES (1)", "INSERT INTO K.t VALUES (1)", "REPLACE INTO K VALUES (1)"]
 DIALECT_CLASSES["mysql"]["INSERT_IDENT"] = _INSERT_TARGETS + ["INSERT INTO K SET a = 1", "REPLACE INTO K (a) SELECT 1"]
-MOVED = {"mysql": {"IDENT": _INSERT_TARGETS}}
+# PostgreSQL's table functions are named by FUNC_IDENT, not IDENT
+MOVED = {"mysql": {"IDENT": _INSERT_TARGETS}, "postgres": {"IDENT": ["SELECT * FROM K(1)"]}}
 
 
 def classes(dialect):
