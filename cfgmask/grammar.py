@@ -225,23 +225,50 @@ class Grammar:
         return json_schema.compile_schema(schema, whitespace=ws, strict=strict, escapes=esc)
 
     @classmethod
-    def builtin(cls, name, profile=None, **options):
+    def builtin(cls, name, profile=None, *, dialect=None, **options):
         """One of the bundled grammars: ``"json"``, ``"sql"`` or ``"javascript"``.
 
         ``profile=None`` or ``"full"``: the whole language.  ``profile="generate"``:
         the generation profile (no comments, bounded whitespace, capped quoted
         names and strings, an optional markdown fence; ``options`` as in
         :func:`cfgmask.profiles.apply`).  :meth:`document` strips the fence.
+
+        ``dialect`` (``"sql"`` only): ``"sqlite"`` (the default), ``"postgres"``
+        or ``"mysql"``; each accepts what that engine's parser accepts for the
+        statements the grammar covers (docs/grammars.md).  The dialects share
+        ``grammars/sql.lark`` as their base (see :mod:`cfgmask.sql_dialects`).
         """
         from .errors import ConfigurationError
         if name not in _BUILTIN_NAMES:
             raise ConfigurationError(f"no builtin grammar {name!r}; choose one of {', '.join(_BUILTIN_NAMES)}")
+        if dialect is not None:
+            from .sql_dialects import DIALECTS
+            if name != "sql":
+                raise ConfigurationError(f"dialect= is for the sql grammar, not {name!r}")
+            if dialect not in DIALECTS:
+                raise ConfigurationError(f"no SQL dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
         if profile is not None:
             from . import profiles
-            return profiles.builtin(name, profile, **options)
+            return profiles.builtin(name, profile, dialect=dialect, **options)
         if options:
             raise ConfigurationError(f"profile options ({', '.join(options)}) need profile='generate'")
-        return cls.from_file(_builtin_dir() / f"{name}.lark")
+        return cls._builtin_full(name, dialect=dialect)
+
+    @classmethod
+    def _builtin_full(cls, name, start="start", dialect=None):
+        if dialect is None or dialect == "sqlite":
+            return cls.from_file(_builtin_dir() / f"{name}.lark", start=start)
+        from .sql_dialects import dialect_text
+        return cls.from_lark(dialect_text(dialect, _builtin_dir()), start=start,
+                             source=f"sql.lark + sql_{dialect}.lark")
+
+    @staticmethod
+    def builtin_text(name, dialect=None):
+        """The Lark text of a bundled grammar (for ``sql``, of ``dialect``)."""
+        if name == "sql":
+            from .sql_dialects import dialect_text, DEFAULT_DIALECT
+            return dialect_text(dialect or DEFAULT_DIALECT, _builtin_dir())
+        return (_builtin_dir() / f"{name}.lark").read_text(encoding="utf-8")
 
     def document(self, text):
         """``text`` (str or bytes) without the generation profile's markdown fence, if any.

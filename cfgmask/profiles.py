@@ -80,7 +80,7 @@ under the profile's masks, fence stripped, must parse with the full grammar
 """
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -147,6 +147,11 @@ class ProfileSpec:
     table_symbol: str = ""
     name_terminal: str = ""
     quoted_name_terminal: str = ""
+    quote_char: str = '"'                  # how quoted_name_terminal quotes a table name
+    # terminals that end every document they occur in (nothing but the fence
+    # or EOS follows them in the profile, and the fence is stripped), so no
+    # byte after them needs forbidding for the full grammar's cuts
+    final: tuple = ()
 
 
 # The per-grammar specification, in one place (adjust here when a grammar's
@@ -160,7 +165,9 @@ SPECS = {
     "sql": ProfileSpec(
         fence_tags=("sql", "sqlite", "SQL"),
         comments=("LINE_COMMENT", "BLOCK_COMMENT"),
-        whitespace={"WS": _SPACE_OR_LINE},
+        # the final ";" carries the trailing whitespace and comments of the full grammar
+        whitespace={"WS": _SPACE_OR_LINE, "FINAL_SEMICOLON": ";"},
+        final=("FINAL_SEMICOLON",),
         quoted_identifiers=("DQ_IDENT", "BACKTICK_IDENT", "BRACKET_IDENT"),
         strings=("SQ_STRING",),
         table_rules=("table_or_subquery", "insert_stmt", "update_stmt", "delete_stmt", "in_rhs"),
@@ -176,6 +183,15 @@ SPECS = {
         unsplit=("--", "++"),
     ),
 }
+
+# The SQL dialects (cfgmask/sql_dialects.py): PostgreSQL has no `...` or [...]
+# names; in MySQL "..." is a string, so names are quoted with backticks.
+SPECS["sql:postgres"] = replace(SPECS["sql"], fence_tags=("sql", "postgresql", "postgres", "SQL"),
+                                quoted_identifiers=("DQ_IDENT",))
+SPECS["sql:mysql"] = replace(SPECS["sql"], fence_tags=("sql", "mysql", "SQL"),
+                             comments=("LINE_COMMENT", "BLOCK_COMMENT", "HASH_COMMENT"),
+                             quoted_identifiers=("BACKTICK_IDENT",), strings=("SQ_STRING", "DQ_STRING"),
+                             quoted_name_terminal="BACKTICK_IDENT", quote_char="`")
 
 
 class Profile:
@@ -231,19 +247,21 @@ def strip_fence(grammar, text):
     return prof.strip_fence(text) if prof is not None else text
 
 
-def builtin(name, profile="generate", *, start="start", **options):
-    """Bundled grammar ``name`` under ``profile`` (``"full"`` or ``"generate"``); see :func:`apply`."""
+def builtin(name, profile="generate", *, start="start", dialect=None, **options):
+    """Bundled grammar ``name`` (for ``sql``, of ``dialect``) under ``profile``
+    (``"full"`` or ``"generate"``); see :func:`apply`."""
     from .grammar import Grammar
     if profile not in PROFILE_NAMES:
         raise ConfigurationError(f"no grammar profile {profile!r}; choose one of {', '.join(PROFILE_NAMES)}")
     if name not in Grammar.builtin_names():
         raise ConfigurationError(f"no builtin grammar {name!r}; choose one of {', '.join(Grammar.builtin_names())}")
-    g = Grammar.from_file(Grammar.builtin_path(name), start=start)
+    g = Grammar._builtin_full(name, start=start, dialect=dialect)
     if profile == "full":
         if options:
             raise ConfigurationError(f"the full grammar takes no profile options ({', '.join(options)})")
         return g
-    return apply(g, name, **options)
+    spec_name = name if dialect in (None, "sqlite") else f"{name}:{dialect}"
+    return apply(g, spec_name, **options)
 
 
 def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_string=MAX_STRING,
@@ -323,13 +341,13 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     full = {n: _dfa(p, n) for n, p in zip(names, grammar.terminal_patterns)}
     prof = {n: (_dfa(p, n) if n in origin else full[n]) for n, p in patterns.items()}
     wb = frozenset(grammar.word_boundary)
-    guards = _guards(full, prof, origin, dropped, wb, where, spec.unsplit)
+    guards = _guards(full, prof, origin, dropped, wb, where, spec.unsplit, spec.final)
     for name, forbidden in guards.items():
         patterns[name] = f"(?:{patterns[name]})(?!{_byte_class(forbidden)})"
         prof[name] = _dfa(patterns[name], name)
     for name in set(origin) | set(guards):
         _check_subset(prof[name], full[origin.get(name, name)], name, where)
-    again = _guards(full, prof, origin, dropped, wb, where, spec.unsplit)
+    again = _guards(full, prof, origin, dropped, wb, where, spec.unsplit, spec.final)
     if again:  # the guards are a fixpoint by construction; this is the proof
         raise GrammarError(f"{where}: internal error, lookahead guards did not converge "
                            f"({', '.join(again)})", where=where, construct="profile")
@@ -371,7 +389,8 @@ def _table_terminals(spec, tables, grammar, need, where):
         return "".join(f"[{c.upper()}{c.lower()}]" if c.isascii() and c.isalpha() else re.escape(c)
                        for c in name)
     bare = sorted({t for t in tables if bare_rx.fullmatch(t)}, key=lambda t: (-len(t), t))
-    out = {TABLE_NAME_QUOTED: "|".join('"' + re.escape(t.replace('"', '""')) + '"' for t in tables)}
+    q = spec.quote_char
+    out = {TABLE_NAME_QUOTED: "|".join(re.escape(q + t.replace(q, q + q) + q) for t in tables)}
     if bare:
         out[TABLE_NAME] = "|".join(any_case(t) for t in bare)
     return out
@@ -488,8 +507,10 @@ def _ends_in(dfa, byte_set):
     return [bool(row.any()) and not (row & ~ok).any() for row in into]
 
 
-def _guards(full, prof, origin, dropped, wb, where, unsplit=()):
-    """Bytes each profile terminal must not be followed by (invariants 2 and 3): ``{name: set}``."""
+def _guards(full, prof, origin, dropped, wb, where, unsplit=(), final=()):
+    """Bytes each profile terminal must not be followed by (invariants 2 and 3): ``{name: set}``.
+
+    Terminals in ``final`` end the document, so they need no guard."""
     guards = {}
     # 2. same cuts: pair every profile terminal v with the original u of every replaced or
     # added terminal, where both can read the same bytes; where v may end and u goes on,
@@ -506,8 +527,14 @@ def _guards(full, prof, origin, dropped, wb, where, unsplit=()):
         for b1 in np.flatnonzero(cd.trans[0] >= 0).tolist():
             s1 = int(cd.trans[0, b1])
             if cd.accepting[s1]:
-                raise GrammarError(f"{where}: comment {c} can be one byte long; it cannot be "
-                                   "kept out of the profile", where=c, construct="profile comment")
+                # a one-byte comment start (MySQL's "#") is out of the profile
+                # when no profile lexeme starts with that byte
+                starts = [v for v, dv in prof.items() if dv.trans[0, b1] >= 0]
+                if starts:
+                    raise GrammarError(f"{where}: comment {c} can be one byte long and terminal "
+                                       f"{starts[0]} starts with that byte; it cannot be kept out of "
+                                       "the profile", where=c, construct="profile comment")
+                continue
             for b2 in np.flatnonzero(cd.trans[s1] >= 0).tolist():
                 for v, dv in prof.items():
                     s = int(dv.trans[0, b1])
@@ -531,6 +558,8 @@ def _guards(full, prof, origin, dropped, wb, where, unsplit=()):
             s = int(dv.trans[0, b1])
             if s >= 0 and dv.can_end(s, b2):
                 guards.setdefault(v, set()).add(b2)
+    for name in final:
+        guards.pop(name, None)
     return guards
 
 

@@ -284,6 +284,10 @@ SQL_ACCEPT = [
     "CONSTRAINT k UNIQUE (name, p))",
     "CREATE TEMP TABLE t AS SELECT 1 AS x",
     "SELECT key, desc.a FROM t AS desc",  # non-reserved keywords as names, as in SQLite
+    "SELECT T1.name FROM Match AS T1 WHERE Range > 2",  # MATCH / RANGE fall back to names here
+    "SELECT match.id FROM match JOIN range ON range.x = match.y ORDER BY range",
+    "SELECT 1;  ",  # whitespace and comments after the final ";"
+    "SELECT 1; -- done\n /* end */ ",
 ]
 
 SQL_REJECT = [
@@ -325,6 +329,10 @@ SQL_REJECT = [
     "DELETE t",
     "CREATE TABLE t ()",
     "SELECT a FROM t WHERE a ! = 1",
+    "SELECT 1 match",  # MATCH is an operator here, not an alias
+    "SELECT * FROM t left",  # LEFT starts a join
+    "SELECT a FROM t WINDOW range AS ()",
+    "SELECT 1; SELECT 2",
 ]
 
 # Lark's dynamic lexer takes each terminal's own longest match, so it reads
@@ -342,7 +350,7 @@ SQL_REJECT_GREEDY = [
     "SELECT 1a",
     "SELECT a FROM t WHEREa = 1",
     "SELECT a FROM t ORDER BYa",
-    "SELECT 1 ;  ",  # nothing may follow the complete statement
+    "SELECT cast FROM t",  # CAST starts a cast here (lark reads `cas t`)
 ]
 
 

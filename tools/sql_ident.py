@@ -1,23 +1,24 @@
 #!/usr/bin/env python3
-"""Generate the IDENT terminal of grammars/sql.lark.
+"""Generate the identifier terminals of grammars/sql.lark.
 
-SQLite refuses some keywords as bare identifiers ("reserved" below) and
-accepts the rest (its parser falls back to reading them as identifiers).
-The grammar's IDENT must therefore match every SQLite identifier except the
-reserved keywords. Lark and llguidance share no lookahead, so the exclusion
-is spelled out as a plain regex built from a trie of the reserved words:
-at each trie node the identifier either stops (if the prefix is not itself
-reserved), continues with a character that leaves the trie (then anything
-may follow), or continues along the trie.
+SQLite's parser reads most keywords as identifiers where the keyword itself
+cannot stand (`%fallback ID` in its parse.y; decided per parser state), so
+whether a keyword is a name depends on the place: `SELECT * FROM Match` names
+a table, while `SELECT 1 match` is an unfinished MATCH expression. The
+grammar has one identifier terminal per kind of place (CLASSES below: names,
+defined names, column references, function names, aliases with and without
+AS, windows); each excludes exactly the keywords that SQLite refuses in one
+of the statements listed for its class. Lark and llguidance share no
+lookahead, so each exclusion is spelled out as a plain regex built from a
+trie of the words (tools/ident_regex.py).
 
 usage:
-  python3 tools/sql_ident.py --probe      # ask the local sqlite3 which keywords are reserved
-  python3 tools/sql_ident.py --write      # rewrite the IDENT block in grammars/sql.lark
+  python3 tools/sql_ident.py --probe      # ask the local sqlite3 what each class refuses
+  python3 tools/sql_ident.py --write      # rewrite the generated block in grammars/sql.lark
   python3 tools/sql_ident.py --check      # exit 1 if the block is out of date
 
-The reserved list below is the result of --probe on SQLite 3.40.1 (kept
-fixed so the grammar does not depend on the local SQLite build). The regex
-construction itself is tools/ident_regex.py.
+RESERVED below is the result of --probe on SQLite 3.40.1 (kept fixed so the
+grammar does not depend on the local SQLite build).
 """
 import os
 import re
@@ -47,52 +48,175 @@ SELECT SET TABLE TEMP TEMPORARY THEN TIES TO TRANSACTION TRIGGER UNBOUNDED UNION
 UNIQUE UPDATE USING VACUUM VALUES VIEW VIRTUAL WHEN WHERE WINDOW WITH WITHOUT
 """.split()
 
-# Every place where grammars/sql.lark accepts IDENT, as a statement with K
-# standing for the identifier. A keyword is reserved when SQLite reports a
-# syntax error for any of them.
-CONTEXTS = [
-    "SELECT K", "SELECT K FROM t", "SELECT a, K FROM t", "SELECT (K)", "SELECT - K",
-    "SELECT 1 + K", "SELECT NOT K", "SELECT a FROM t WHERE K = 1",
-    "SELECT a FROM t WHERE a = K", "SELECT a FROM t WHERE a IN K",
-    "SELECT 1 AS K", "SELECT 1 K", "SELECT 1 K FROM t", "SELECT 1 K, 2",
-    "SELECT 1 K UNION SELECT 2", "SELECT 1 K ORDER BY 1", "SELECT 1 K LIMIT 1",
-    "SELECT * FROM K", "SELECT * FROM K.t", "SELECT * FROM t AS K", "SELECT * FROM t K",
-    "SELECT * FROM t K WHERE 1", "SELECT * FROM t K JOIN u ON 1",
-    "SELECT * FROM t K LEFT JOIN u ON 1", "SELECT * FROM t K NATURAL JOIN u",
-    "SELECT * FROM t K CROSS JOIN u", "SELECT * FROM t K, u",
-    "SELECT * FROM t K GROUP BY 1", "SELECT * FROM t K ORDER BY 1",
-    "SELECT * FROM t K LIMIT 1", "SELECT * FROM t K UNION SELECT 1",
-    "SELECT * FROM t K WINDOW w AS ()", "SELECT * FROM (SELECT 1) K",
-    "SELECT * FROM (SELECT 1) AS K", "SELECT * FROM t JOIN u K ON 1",
-    "SELECT * FROM t JOIN u USING (K)",
-    "SELECT K.a FROM t", "SELECT a.K FROM t", "SELECT K.a.b FROM t", "SELECT K.* FROM t",
-    "SELECT K(1)", "SELECT K()", "SELECT count(K) FROM t", "SELECT f(a, K) FROM t",
-    "SELECT CAST(1 AS K)", "SELECT 1 COLLATE K", "SELECT a FROM t ORDER BY K",
-    "SELECT a FROM t GROUP BY K", "SELECT a FROM t LIMIT K", "SELECT a FROM t ORDER BY a LIMIT K",
-    "CREATE TABLE K (a INT)", "CREATE TABLE t (K INT)", "CREATE TABLE t (a K)",
-    "CREATE TABLE t (a INT, K INT)", "CREATE TABLE t (a INT CONSTRAINT K NOT NULL)",
-    "CREATE TABLE t (a INT REFERENCES K (a))", "CREATE TABLE t (a INT, PRIMARY KEY (K))",
-    "WITH K AS (SELECT 1) SELECT * FROM K", "WITH c (K) AS (SELECT 1) SELECT * FROM c",
-    "INSERT INTO K VALUES (1)", "INSERT INTO t (K) VALUES (1)", "INSERT INTO t AS K VALUES (1)",
-    "UPDATE K SET a = 1", "UPDATE t SET K = 1", "UPDATE t SET (K) = (1)", "DELETE FROM K",
-    "SELECT f(a) OVER K FROM t", "SELECT f(a) OVER (K) FROM t WINDOW K AS ()",
-    "SELECT a FROM t WINDOW K AS ()", "SELECT f(a) OVER (PARTITION BY K) FROM t",
-    "SELECT * FROM t WHERE a BETWEEN K AND 2", "SELECT * FROM t WHERE a BETWEEN 1 AND K",
-    "SELECT CASE K WHEN K THEN K ELSE K END", "SELECT a FROM t WHERE a LIKE K ESCAPE K",
-    "DELETE FROM t RETURNING K", "DELETE FROM t RETURNING a K",
-    "DELETE FROM t RETURNING count(*) K",
-    # an identifier right after something that ends an expression or a name
-    "SELECT count(*) K", "SELECT count(*) K FROM t", "SELECT f(1) K, 2",
-    "SELECT * FROM f(1) K", "SELECT * FROM f(1) AS K", "SELECT (SELECT 1) K",
-    "SELECT CASE WHEN 1 THEN 2 END K", "SELECT CAST(1 AS INT) K", "SELECT 1 COLLATE x K",
-    "SELECT a FROM t WHERE a IN (SELECT 1) AND K",
-    "CREATE TABLE t (a INT K)", "CREATE TABLE t (a K K)", "CREATE TABLE t (a K NOT NULL)",
-    "CREATE TABLE t (a K(10))", "CREATE TABLE t (a INT K(10))", "SELECT CAST(1 AS INT K)",
-    "SELECT CAST(1 AS K K)", "CREATE TABLE t (a INT DEFAULT 1 COLLATE K)",
-    "CREATE TABLE t (a INT REFERENCES u (K))", "CREATE TABLE t (a INT, UNIQUE (a, K))",
-    "UPDATE t AS K SET a = 1", "DELETE FROM t AS K", "UPDATE t SET a = 1 FROM u K",
-    "SELECT f(a) FILTER (WHERE K) OVER (ORDER BY K ROWS K PRECEDING) FROM t",
+# The places where grammars/sql.lark accepts a bare identifier, grouped by
+# the terminal the grammar uses there, each as statements with K standing for
+# the identifier. SQLite's parser falls back to reading a keyword as an
+# identifier only where the keyword itself cannot be shifted (`%fallback ID`
+# in parse.y, decided per parser state), so whether `match` or `range` is a
+# name depends on the place: `FROM Match` is a table, `SELECT 1 match` is an
+# unfinished MATCH expression. A terminal excludes the keywords that SQLite
+# refuses in any of its statements (a syntax error there); every other
+# keyword is a name in that place, as in SQLite.
+CLASSES = {
+    # nm: table and column names, names after AS and after a dot, name lists
+    "IDENT": [
+        "SELECT * FROM K", "SELECT * FROM K.t", "SELECT * FROM t.K", "SELECT * FROM K AS t",
+        "SELECT * FROM K t", "SELECT * FROM K WHERE 1", "SELECT * FROM K JOIN u ON 1",
+        "SELECT * FROM K LEFT JOIN u ON 1", "SELECT * FROM K, u", "SELECT * FROM t, K",
+        "SELECT * FROM t JOIN K ON 1", "SELECT * FROM t JOIN K USING (a)", "SELECT * FROM (K)",
+        "SELECT * FROM (K JOIN u ON 1)", "SELECT * FROM (K, u)", "SELECT * FROM K(1)",
+        "SELECT * FROM K ORDER BY 1", "SELECT * FROM K GROUP BY 1", "SELECT * FROM K LIMIT 1",
+        "SELECT * FROM K UNION SELECT 1", "SELECT a FROM t WHERE a IN K", "SELECT a FROM t WHERE a IN K.u",
+        "SELECT 1 AS K", "SELECT 1 AS K FROM t", "SELECT * FROM t AS K", "SELECT * FROM (SELECT 1) AS K",
+        "SELECT * FROM f(1) AS K", "SELECT * FROM t JOIN u USING (K)", "SELECT * FROM t JOIN u USING (a, K)",
+        "SELECT a.K FROM t", "SELECT a.b.K FROM t", "SELECT a.K AS x FROM t", "SELECT a.K x FROM t",
+        "SELECT a.K.c FROM t", "DELETE FROM t RETURNING 1 AS K",
+        "CREATE TABLE t (K INT)", "CREATE TABLE t (K)", "CREATE TABLE t (a INT, K INT)",
+        "CREATE TABLE t (a INT CONSTRAINT K NOT NULL)", "CREATE TABLE t (a INT, CONSTRAINT K UNIQUE (a))",
+        "CREATE TABLE t (a INT REFERENCES K (a))", "CREATE TABLE t (a INT REFERENCES K)",
+        "CREATE TABLE t (a INT REFERENCES u (K))", "CREATE TABLE t (a INT, FOREIGN KEY (K) REFERENCES u)",
+        "CREATE TABLE t.K (a INT)",
+        "WITH c (K) AS (SELECT 1) SELECT * FROM c", "WITH c (a, K) AS (SELECT 1, 2) SELECT * FROM c",
+        "INSERT INTO K VALUES (1)", "INSERT INTO K SELECT 1", "INSERT INTO K DEFAULT VALUES",
+        "INSERT INTO K (a) VALUES (1)", "INSERT INTO t (K) VALUES (1)", "INSERT INTO t (a, K) VALUES (1, 2)",
+        "INSERT INTO t AS K VALUES (1)", "INSERT INTO K.t VALUES (1)", "REPLACE INTO K VALUES (1)",
+        "UPDATE K SET a = 1", "UPDATE K AS x SET a = 1", "UPDATE t SET K = 1", "UPDATE t SET a = 1, K = 2",
+        "UPDATE t SET (K) = (1)", "UPDATE t SET (a, K) = (1, 2)", "UPDATE t AS K SET a = 1",
+        "UPDATE t SET a = 1 FROM K", "DELETE FROM K", "DELETE FROM K WHERE 1", "DELETE FROM t AS K",
+        "DELETE FROM K.t",
+    ],
+    # names a statement defines, where IF (NOT EXISTS) or RECURSIVE may come instead
+    "DEF_IDENT": [
+        "CREATE TABLE K (a INT)", "CREATE TABLE K AS SELECT 1", "CREATE TEMP TABLE K (a)",
+        "CREATE TABLE IF NOT EXISTS K (a)", "CREATE TABLE K.t (a INT)",
+        "WITH K AS (SELECT 1) SELECT * FROM K", "WITH K (a) AS (SELECT 1) SELECT 1",
+        "WITH RECURSIVE K AS (SELECT 1) SELECT 1", "WITH c AS (SELECT 1), K AS (SELECT 1) SELECT 1",
+        "WITH K AS MATERIALIZED (SELECT 1) SELECT 1",
+    ],
+    # a column reference or the first name of a dotted one, where an expression starts
+    "EXPR_IDENT": [
+        "SELECT K", "SELECT K FROM t", "SELECT a, K FROM t", "SELECT (K)", "SELECT - K", "SELECT 1 + K",
+        "SELECT NOT K", "SELECT K AS x", "SELECT K x", "SELECT K, 1", "SELECT a FROM t WHERE K = 1",
+        "SELECT a FROM t WHERE a = K", "SELECT f(a, K) FROM t", "SELECT count(K) FROM t",
+        "SELECT a FROM t ORDER BY K", "SELECT a FROM t ORDER BY K DESC", "SELECT a FROM t ORDER BY K NULLS FIRST",
+        "SELECT a FROM t GROUP BY K", "SELECT a FROM t GROUP BY a HAVING K", "SELECT a FROM t LIMIT K",
+        "SELECT a FROM t ORDER BY a LIMIT K", "SELECT a FROM t LIMIT 1 OFFSET K", "SELECT a FROM t LIMIT 1, K",
+        "SELECT f(a) OVER (PARTITION BY K) FROM t", "SELECT f(a) OVER (ORDER BY K) FROM t",
+        "SELECT f(a) FILTER (WHERE K) FROM t", "SELECT * FROM t WHERE a BETWEEN K AND 2",
+        "SELECT * FROM t WHERE a BETWEEN 1 AND K", "SELECT * FROM t WHERE K BETWEEN 1 AND 2",
+        "SELECT CASE K WHEN K THEN K ELSE K END", "SELECT CASE WHEN K THEN 1 END",
+        "SELECT a FROM t WHERE a LIKE K ESCAPE K", "SELECT * FROM t WHERE K LIKE 'a'",
+        "SELECT * FROM t WHERE K IN (1)", "SELECT a FROM t WHERE a IN (K)", "SELECT a FROM t WHERE a IN (1, K)",
+        "SELECT * FROM t WHERE a IS K", "SELECT * FROM t WHERE a IS NOT K", "SELECT K IS NULL", "SELECT K ISNULL",
+        "SELECT K NOT NULL", "SELECT K COLLATE x", "SELECT a FROM t WHERE a IN (SELECT 1) AND K",
+        "SELECT * FROM t WHERE K OR 1", "SELECT CAST(K AS INT)", "SELECT EXISTS (SELECT K)",
+        "SELECT * FROM t JOIN u ON K", "SELECT * FROM t JOIN u ON K = 1", "VALUES (K)", "VALUES (1, K)",
+        "DELETE FROM t RETURNING K", "DELETE FROM t WHERE K", "UPDATE t SET a = K", "UPDATE t SET a = 1 WHERE K",
+        "SELECT K.a FROM t", "SELECT K.a.b FROM t", "SELECT K.* FROM t", "SELECT K.a AS x FROM t",
+        "SELECT (K.a)", "SELECT 1 + K.a", "CREATE TABLE t (a INT CHECK (K))", "CREATE TABLE t (a INT, CHECK (K))",
+        "CREATE TABLE t (a INT, PRIMARY KEY (K))", "CREATE TABLE t (a INT, UNIQUE (a, K))",
+        "CREATE TABLE t (a INT, PRIMARY KEY (a, K))", "CREATE TABLE t (a INT, UNIQUE (K))",
+    ],
+    # the name of a called function
+    "FUNC_IDENT": [
+        "SELECT K(1)", "SELECT K()", "SELECT K(*)", "SELECT K(DISTINCT a) FROM t", "SELECT (K(1))",
+        "SELECT 1 + K(1)", "SELECT - K(1)", "SELECT a FROM t WHERE K(a) = 1", "SELECT K(a) OVER (ORDER BY a) FROM t",
+        "SELECT K(a) FILTER (WHERE a) FROM t", "SELECT K(a) OVER w FROM t WINDOW w AS ()",
+        "SELECT * FROM t ORDER BY K(a)", "SELECT K(1) x", "SELECT K(1) AS x", "SELECT a FROM t GROUP BY K(a)",
+        "SELECT CASE K(1) WHEN 1 THEN K(2) END", "SELECT f(K(1))", "SELECT NOT K(1)",
+    ],
+    # an alias without AS after a result column (SQLite's `ids`)
+    "ALIAS_IDENT": [
+        "SELECT 1 K", "SELECT 1 K FROM t", "SELECT 1 K, 2", "SELECT 1 K UNION SELECT 2", "SELECT 1 K ORDER BY 1",
+        "SELECT 1 K LIMIT 1", "SELECT a K FROM t WHERE 1", "SELECT a K FROM t GROUP BY 1", "SELECT a.b K FROM t",
+        "SELECT 'x' K", "SELECT a K INTERSECT SELECT 1", "SELECT a K EXCEPT SELECT 1",
+        "DELETE FROM t RETURNING a K", "DELETE FROM t RETURNING count(*) K", "DELETE FROM t RETURNING a K, b",
+        "SELECT count(*) K", "SELECT count(*) K FROM t", "SELECT f(1) K, 2", "SELECT (SELECT 1) K",
+        "SELECT CASE WHEN 1 THEN 2 END K", "SELECT CAST(1 AS INT) K", "SELECT 1 COLLATE x K",
+        "SELECT f(a) OVER w K FROM t WINDOW w AS ()", "SELECT f(a) FILTER (WHERE 1) K FROM t",
+        "SELECT f(a) OVER (ORDER BY a) K FROM t", "SELECT (1) K", "SELECT - 1 K", "SELECT a IS NULL K",
+        "SELECT 1 + 2 K", "SELECT NULL K", "SELECT a BETWEEN 1 AND 2 K",
+    ],
+    # an alias without AS after a table, a type name's words, a collation
+    "IDS_IDENT": [
+        "SELECT * FROM t K", "SELECT * FROM t K WHERE 1", "SELECT * FROM t K, u", "SELECT * FROM t K GROUP BY 1",
+        "SELECT * FROM t K ORDER BY 1", "SELECT * FROM t K LIMIT 1", "SELECT * FROM t K UNION SELECT 1",
+        "SELECT * FROM t K WINDOW w AS ()", "SELECT * FROM (SELECT 1) K", "SELECT * FROM t JOIN u K ON 1",
+        "SELECT * FROM t JOIN u K USING (a)", "SELECT * FROM t K JOIN u ON 1", "SELECT * FROM t K LEFT JOIN u ON 1",
+        "SELECT * FROM t K NATURAL JOIN u", "SELECT * FROM t K CROSS JOIN u", "SELECT * FROM f(1) K",
+        "SELECT * FROM t.u K", "SELECT * FROM (SELECT 1) K WHERE 1", "UPDATE t SET a = 1 FROM u K",
+        "SELECT CAST(1 AS K)", "SELECT CAST(1 AS INT K)", "SELECT CAST(1 AS K K)", "SELECT CAST(1 AS K(10))",
+        "SELECT CAST(1 AS K (10, 2))", "SELECT 1 COLLATE K", "SELECT 1 COLLATE K FROM t",
+        "SELECT a FROM t ORDER BY a COLLATE K DESC", "SELECT a FROM t ORDER BY a COLLATE K",
+        "CREATE TABLE t (a INT DEFAULT 1 COLLATE K)", "CREATE TABLE t (a K)", "CREATE TABLE t (a INT K)",
+        "CREATE TABLE t (a K K)", "CREATE TABLE t (a K NOT NULL)", "CREATE TABLE t (a K(10))",
+        "CREATE TABLE t (a INT K(10))", "CREATE TABLE t (a K PRIMARY KEY)", "CREATE TABLE t (a K, b INT)",
+        "CREATE TABLE t (a K UNIQUE)", "CREATE TABLE t (a K DEFAULT 1)", "CREATE TABLE t (a K CHECK (1))",
+        "CREATE TABLE t (a K REFERENCES u)", "CREATE TABLE t (a INT COLLATE K)", "CREATE TABLE t (a K COLLATE x)", "CREATE TABLE t (a K, UNIQUE (a))",
+    ],
+    # a window's name
+    "WINDOW_IDENT": [
+        "SELECT f(a) OVER K FROM t WINDOW K AS ()", "SELECT a FROM t WINDOW K AS ()",
+        "SELECT f(a) OVER (K) FROM t WINDOW K AS ()", "SELECT f(a) OVER (K ORDER BY a) FROM t WINDOW K AS ()",
+        "SELECT f(a) OVER (K PARTITION BY a) FROM t WINDOW K AS ()",
+        "SELECT a FROM t WINDOW w AS (), K AS ()", "SELECT a FROM t WINDOW K AS (PARTITION BY a)",
+        "SELECT f(a) OVER K FROM t WINDOW K AS () ORDER BY 1", "SELECT f(a) OVER K x FROM t WINDOW K AS ()",
+        "SELECT f(a) FILTER (WHERE 1) OVER K FROM t WINDOW K AS ()",
+    ],
+}
+
+# Places where the grammar takes no bare name although an expression may
+# start there: a frame bound, where SQLite reads CURRENT and UNBOUNDED as
+# keywords. The grammar lets a bound start only with a literal, a unary
+# operator or a parenthesis; tests/test_sql_dialects.py checks these too.
+EXTRA_CONTEXTS = [
+    "SELECT f(a) OVER (ORDER BY a ROWS K PRECEDING) FROM t",
+    "SELECT f(a) OVER (ORDER BY a ROWS BETWEEN K PRECEDING AND CURRENT ROW) FROM t",
+    "SELECT f(a) OVER (ORDER BY a ROWS BETWEEN 1 PRECEDING AND K FOLLOWING) FROM t",
+    "SELECT f(a) OVER (ORDER BY a RANGE K PRECEDING) FROM t",
 ]
+
+CONTEXTS = [c for cs in CLASSES.values() for c in cs]
+
+
+# What the other dialects add: places only their grammars have, and
+# terminals that exclude every keyword of the dialect (None).
+DIALECT_CLASSES = {
+    "postgres": {
+        "EXPR_IDENT": ["SELECT DISTINCT ON (K) a FROM t", "SELECT K::int", "SELECT a FROM t WHERE K ILIKE 'a'",
+                       "SELECT a FROM t WHERE a ILIKE K", "SELECT K IS DISTINCT FROM 1", "SELECT 1 IS DISTINCT FROM K",
+                       "SELECT a FROM t LIMIT K OFFSET 1", "SELECT a FROM t OFFSET K", "SELECT EXTRACT(YEAR FROM K)",
+                       "SELECT SUBSTRING(K FROM 1 FOR 2)", "SELECT COALESCE(K, 1)", "SELECT 1 = ANY (K)"],
+        "FUNC_IDENT": ["SELECT K(a ORDER BY a) FROM t", "SELECT K(a) WITHIN GROUP (ORDER BY a) FROM t",
+                       "SELECT a.K(1)", "SELECT * FROM K(1) AS x", "SELECT * FROM a.K(1)"],
+        # a type's name, and a constant of a type (date '2020-01-01')
+        "TYPE_IDENT": ["SELECT K 'a'", "SELECT CAST(1 AS K)", "SELECT 1::K", "SELECT 1::K(10)",
+                       "SELECT CAST(1 AS K[])", "SELECT CAST(1 AS a.K)", "SELECT K 'a' FROM t",
+                       "SELECT CAST(1 AS K(10))", "SELECT CAST(1 AS K (10, 2))"],
+        "ALIAS_IDENT": ["SELECT 1::int K", "SELECT a::text K FROM t", "SELECT EXTRACT(YEAR FROM a) K FROM t",
+                        "SELECT a FROM t WHERE 1 = 1 UNION SELECT 1 K"],
+        "IDS_IDENT": ["SELECT * FROM t K (a)", "SELECT * FROM t K OFFSET 1", "UPDATE t K SET a = 1",
+                      "DELETE FROM t K WHERE 1", "SELECT * FROM LATERAL (SELECT 1) K", "SELECT * FROM (t JOIN u ON 1) K",
+                      "SELECT * FROM t K FETCH FIRST 1 ROW ONLY", "DELETE FROM t K USING u"],
+    },
+    "mysql": {
+        # OVER follows only the built-in aggregate and window functions in MariaDB
+        "WINDOW_IDENT": ["SELECT sum(a) OVER K FROM t WINDOW K AS ()", "SELECT sum(a) OVER (K) FROM t WINDOW K AS ()",
+                         "SELECT sum(a) OVER (K ORDER BY a) FROM t WINDOW K AS ()",
+                         "SELECT rank() OVER K FROM t WINDOW K AS (ORDER BY a)"],
+        "EXPR_IDENT": ["SELECT sum(a) OVER (PARTITION BY K) FROM t", "SELECT sum(a) OVER (ORDER BY K) FROM t",
+                       "SELECT K DIV 2", "SELECT K REGEXP 'a'", "SELECT a FROM t LIMIT 1, K", "SELECT K := 1",
+                       "SELECT INTERVAL K DAY + a", "SELECT K MOD 2", "SELECT K XOR 1"],
+        "FUNC_IDENT": ["SELECT K(1) DIV 2"],
+        "ALIAS_IDENT": ["SELECT sum(a) OVER (ORDER BY a) K FROM t", "SELECT sum(a) OVER w K FROM t WINDOW w AS ()",
+                        "SELECT 1 K FROM t LIMIT 1, 2", "SELECT a DIV 2 K FROM t"],
+        "IDS_IDENT": ["SELECT * FROM t K LIMIT 1, 2", "UPDATE t K SET a = 1", "SELECT * FROM t K STRAIGHT_JOIN u"],
+    },
+}
+
+GRAMMARS = {"sqlite": GRAMMAR, "postgres": os.path.join(HERE, "..", "grammars", "sql_postgres.lark"),
+            "mysql": os.path.join(HERE, "..", "grammars", "sql_mysql.lark")}
+RESERVED_FILE = os.path.join(HERE, "sql_ident_reserved.json")
 
 
 def _is_syntax_error(exc):
@@ -100,67 +224,235 @@ def _is_syntax_error(exc):
     return "syntax error" in msg or "unrecognized token" in msg or "incomplete input" in msg
 
 
-def probe():
-    """Return the keywords SQLite refuses as identifiers in any of CONTEXTS."""
-    con = sqlite3.connect(":memory:")
-    reserved = []
-    for kw in KEYWORDS:
-        for ctx in CONTEXTS:
-            sql = re.sub(r"\bK\b", kw.lower(), ctx)
-            try:
-                con.execute("EXPLAIN " + sql)
-            except sqlite3.Error as e:
-                if _is_syntax_error(e):
-                    reserved.append(kw)
-                    break
-    return reserved
+def sqlite_refuses(con, sql):
+    """True when SQLite reports a syntax error for `sql` (semantic errors are fine)."""
+    try:
+        con.execute("EXPLAIN " + sql)
+    except sqlite3.Error as e:
+        return _is_syntax_error(e)
+    return False
 
 
-# Result of probe() on SQLite 3.40.1 (84 of the 147 keywords). Older SQLite
-# builds reserve a subset of these (RETURNING, for one, is newer), which only
-# makes the grammar stricter than those builds need.
-RESERVED = """
-ADD ALL ALTER AND AS AUTOINCREMENT BETWEEN CASE CAST CHECK COLLATE COMMIT
-CONSTRAINT CREATE CROSS CURRENT CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP DEFAULT
-DEFERRABLE DELETE DISTINCT DROP ELSE ESCAPE EXCEPT EXISTS FILTER FOREIGN FROM
-FULL GLOB GROUP GROUPS HAVING IF IN INDEX INDEXED INNER INSERT INTERSECT INTO
-IS ISNULL JOIN LEFT LIKE LIMIT MATCH NATURAL NOT NOTHING NOTNULL NULL ON OR
-ORDER OUTER PARTITION PRIMARY RAISE RANGE RECURSIVE REFERENCES REGEXP
-RETURNING RIGHT ROWS SELECT SET TABLE THEN TO TRANSACTION UNION UNIQUE UPDATE
-USING VALUES WHEN WHERE WITH
-""".split()
+def judge(dialect):
+    """`refuses(sql)` for the dialect's engine: True on a syntax error."""
+    if dialect == "sqlite":
+        con = sqlite3.connect(":memory:")
+        return lambda sql: sqlite_refuses(con, sql)
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    from tests import sql_judges
+    j = sql_judges.get(dialect)
+    if j is None:
+        raise SystemExit("no %s judge here (see tests/sql_judges.py)" % dialect)
+    return lambda sql: j.syntax_error(sql) is not None
 
-def build_regex(words):
-    """IDENT for sql.lark: an SQLite identifier that is not one of `words`."""
-    return keyword_free_ident(words, first="A-Za-z_", cont="A-Za-z0-9_$",
-                              case_insensitive=True)
+
+def keywords(dialect):
+    if dialect == "sqlite":
+        return KEYWORDS
+    if dialect == "postgres":
+        from pglast import keywords as kw
+        return sorted(w.upper() for w in (kw.RESERVED_KEYWORDS | kw.UNRESERVED_KEYWORDS |
+                                          kw.COL_NAME_KEYWORDS | kw.TYPE_FUNC_NAME_KEYWORDS))
+    from tests import sql_judges
+    return sql_judges.get("mysql").keywords()
+
+
+# MariaDB refuses VALUE as the table after INSERT INTO (`INSERT INTO t VALUE (1)`)
+# but not elsewhere: the mysql grammar names that table with INSERT_IDENT.
+_INSERT_TARGETS = ["INSERT INTO K VALUES (1)", "INSERT INTO K SELECT 1", "INSERT INTO K DEFAULT VALUES",
+                   "INSERT INTO K (a) VALUES (1)", "INSERT INTO K.t VALUES (1)", "REPLACE INTO K VALUES (1)"]
+DIALECT_CLASSES["mysql"]["INSERT_IDENT"] = _INSERT_TARGETS + ["INSERT INTO K SET a = 1", "REPLACE INTO K (a) SELECT 1"]
+# PostgreSQL's table functions are named by FUNC_IDENT, not IDENT
+MOVED = {"mysql": {"IDENT": _INSERT_TARGETS}, "postgres": {"IDENT": ["SELECT * FROM K(1)"]}}
+
+
+def classes(dialect):
+    out = {k: [c for c in v if c not in MOVED.get(dialect, {}).get(k, ())] for k, v in CLASSES.items()}
+    for k, v in DIALECT_CLASSES.get(dialect, {}).items():
+        out[k] = None if v is None else out.get(k, []) + v
+    return out
+
+
+def fill(ctx, word):
+    return re.sub(r"\bK\b", word, ctx)
+
+
+def probe(dialect="sqlite", verbose=False):
+    """{terminal: sorted keywords the engine refuses in some statement of its class}.
+
+    Statements that the engine refuses even with a plain name are skipped
+    (they are SQLite syntax the dialect lacks)."""
+    refuses = judge(dialect)
+    words = keywords(dialect)
+    out = {}
+    for name, contexts in classes(dialect).items():
+        if contexts is None:
+            out[name] = sorted(words)
+            continue
+        ok = [c for c in contexts if not refuses(fill(c, "xyz"))]
+        if dialect == "sqlite" and len(ok) != len(contexts):
+            raise SystemExit("not valid SQLite with a plain name: %r" % sorted(set(contexts) - set(ok)))
+        if verbose and len(ok) != len(contexts):
+            print("%s: %d statements skipped: %s" % (name, len(contexts) - len(ok), sorted(set(contexts) - set(ok))))
+        out[name] = sorted(kw for kw in words if any(refuses(fill(c, kw.lower())) for c in ok))
+    return out
+
+
+def reserved(dialect="sqlite"):
+    if dialect == "sqlite":
+        return RESERVED
+    import json
+    with open(RESERVED_FILE) as f:
+        return json.load(f)[dialect]
+
+
+# Result of probe() on SQLite 3.40.1 (kept fixed so that the grammar does not
+# depend on the local SQLite build; --probe prints the differences).
+RESERVED = {
+    "IDENT": """
+    ADD ALL ALTER AND AS AUTOINCREMENT BETWEEN CASE CHECK COLLATE COMMIT CONSTRAINT CREATE DEFAULT
+    DEFERRABLE DELETE DISTINCT DROP ELSE ESCAPE EXCEPT EXISTS FOREIGN FROM GROUP HAVING IN INDEX
+    INSERT INTERSECT INTO IS ISNULL JOIN LIMIT NOT NOTHING NOTNULL NULL ON OR ORDER PRIMARY
+    REFERENCES RETURNING SELECT SET TABLE THEN TO TRANSACTION UNION UNIQUE UPDATE USING VALUES WHEN
+    WHERE WITH
+    """.split(),
+    "DEF_IDENT": """
+    ADD ALL ALTER AND AS AUTOINCREMENT BETWEEN CASE CHECK COLLATE COMMIT CONSTRAINT CREATE DEFAULT
+    DEFERRABLE DELETE DISTINCT DROP ELSE ESCAPE EXCEPT EXISTS FOREIGN FROM GROUP HAVING IF IN INDEX
+    INSERT INTERSECT INTO IS ISNULL JOIN LIMIT NOT NOTHING NOTNULL NULL ON OR ORDER PRIMARY
+    RECURSIVE REFERENCES RETURNING SELECT SET TABLE THEN TO TRANSACTION UNION UNIQUE UPDATE USING
+    VALUES WHEN WHERE
+    """.split(),
+    "EXPR_IDENT": """
+    ADD ALL ALTER AND AS AUTOINCREMENT BETWEEN CASE CAST CHECK COLLATE COMMIT CONSTRAINT CREATE
+    CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP DEFAULT DEFERRABLE DELETE DISTINCT DROP ELSE ESCAPE
+    EXCEPT EXISTS FOREIGN FROM GROUP HAVING IN INDEX INSERT INTERSECT INTO IS ISNULL JOIN LIMIT NOT
+    NOTHING NOTNULL NULL ON OR ORDER PRIMARY RAISE REFERENCES RETURNING SELECT SET TABLE THEN TO
+    TRANSACTION UNION UNIQUE UPDATE USING VALUES WHEN WHERE WITH
+    """.split(),
+    "FUNC_IDENT": """
+    ADD ALL ALTER AND AS AUTOINCREMENT BETWEEN CASE CAST CHECK COLLATE COMMIT CONSTRAINT CREATE
+    CROSS CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP DEFAULT DEFERRABLE DELETE DISTINCT DROP ELSE
+    ESCAPE EXCEPT EXISTS FOREIGN FROM FULL GROUP HAVING IN INDEX INNER INSERT INTERSECT INTO IS
+    ISNULL JOIN LEFT LIMIT NATURAL NOT NOTHING NOTNULL NULL ON OR ORDER OUTER PRIMARY RAISE
+    REFERENCES RETURNING RIGHT SELECT SET TABLE THEN TO TRANSACTION UNION UNIQUE UPDATE USING VALUES
+    WHEN WHERE WITH
+    """.split(),
+    "ALIAS_IDENT": """
+    ADD ALL ALTER AND AS AUTOINCREMENT BETWEEN CASE CHECK COLLATE COMMIT CONSTRAINT CREATE CROSS
+    DEFAULT DEFERRABLE DELETE DISTINCT DROP ELSE ESCAPE EXCEPT EXISTS FOREIGN FROM FULL GLOB GROUP
+    HAVING IN INDEX INDEXED INNER INSERT INTERSECT INTO IS JOIN LEFT LIKE LIMIT MATCH NATURAL NOT
+    NOTHING NULL ON OR ORDER OUTER PRIMARY REFERENCES REGEXP RETURNING RIGHT SELECT SET TABLE THEN
+    TO TRANSACTION UNION UNIQUE UPDATE USING VALUES WHEN WHERE
+    """.split(),
+    "IDS_IDENT": """
+    ADD ALL ALTER AND AS AUTOINCREMENT BETWEEN CASE CHECK COLLATE COMMIT CONSTRAINT CREATE CROSS
+    DEFAULT DEFERRABLE DELETE DISTINCT DROP ELSE ESCAPE EXCEPT EXISTS FOREIGN FROM FULL GROUP HAVING
+    IN INDEX INDEXED INNER INSERT INTERSECT INTO IS ISNULL JOIN LEFT LIMIT NATURAL NOT NOTHING
+    NOTNULL NULL ON OR ORDER OUTER PRIMARY REFERENCES RETURNING RIGHT SELECT SET TABLE THEN TO
+    TRANSACTION UNION UNIQUE UPDATE USING VALUES WHEN WHERE
+    """.split(),
+    "WINDOW_IDENT": """
+    ADD ALL ALTER AND AS AUTOINCREMENT BETWEEN CASE CHECK COLLATE COMMIT CONSTRAINT CREATE DEFAULT
+    DEFERRABLE DELETE DISTINCT DROP ELSE ESCAPE EXCEPT EXISTS FILTER FOREIGN FROM GROUP GROUPS
+    HAVING IN INDEX INDEXED INSERT INTERSECT INTO IS ISNULL JOIN LIMIT NOT NOTHING NOTNULL NULL ON
+    OR ORDER PARTITION PRIMARY RANGE REFERENCES RETURNING ROWS SELECT SET TABLE THEN TO TRANSACTION
+    UNION UNIQUE UPDATE USING VALUES WHEN WHERE
+    """.split(),
+}
+
+
+# MariaDB's unquoted names take characters up to U+FFFF only (written as the
+# characters themselves: llguidance and Python spell \U escapes differently)
+ASTRAL = "\U00010000-\U0010ffff"
+
+
+def build_regex(words, dialect="sqlite"):
+    """An identifier of the dialect that is not one of `words`."""
+    rx = keyword_free_ident(words, first="A-Za-z_", cont="A-Za-z0-9_$",
+                            case_insensitive=True)
+    if dialect == "mysql":
+        rx = rx.replace("[^", "[^" + ASTRAL)
+    return rx
 
 
 BEGIN = "// BEGIN GENERATED by tools/sql_ident.py"
 END = "// END GENERATED"
 
 
-def block():
-    return "%s\n// IDENT: an SQLite identifier that is not one of %d reserved keywords.\nIDENT: /%s/\n%s" % (
-        BEGIN, len(RESERVED), build_regex(RESERVED), END)
+# MariaDB refuses nearly the same ~250 words in every place but a function's
+# name, so its grammar has one IDENT for all of them (the union; a few
+# keywords stricter than MariaDB) and keeps the file small.
+MERGED = {"mysql": ["IDENT", "DEF_IDENT", "EXPR_IDENT", "ALIAS_IDENT", "IDS_IDENT", "WINDOW_IDENT"]}
+# (INSERT_IDENT is IDENT plus VALUE: written as IDENT's words plus its own)
+
+
+def block(dialect="sqlite"):
+    base_terms = set(RESERVED)
+    out = [BEGIN, "// One terminal per kind of place a bare name can stand; each excludes the",
+           "// keywords the engine refuses there (tools/sql_ident.py CLASSES)."]
+    res = dict(reserved(dialect))
+    if dialect in MERGED:
+        merged = sorted(set().union(*(res.pop(n) for n in MERGED[dialect])))
+        res = {"IDENT": merged, **res}
+        if "INSERT_IDENT" in res:
+            res["INSERT_IDENT"] = sorted(set(merged) | set(res["INSERT_IDENT"]))
+        out.append("// IDENT stands for %s (tools/sql_ident.py MERGED)." % ", ".join(MERGED[dialect][1:]))
+    for name, words in res.items():
+        out.append("// %s: not one of %d keywords." % (name, len(words)))
+        pre = "%override " if dialect != "sqlite" and name in base_terms else ""
+        if dialect == "mysql" and name == "FUNC_IDENT":
+            # MySQL refuses a space between a built-in function's name and "("
+            out[-1] = "// FUNC_OPEN: a function's name (not one of %d keywords) and its \"(\"." % len(words)
+            out.append("FUNC_OPEN: /(?:%s)\\(/" % build_regex(words, dialect))
+            continue
+        out.append("%s%s: /%s/" % (pre, name, build_regex(words, dialect)))
+    out.append(END)
+    return "\n".join(out)
 
 
 def main():
-    arg = sys.argv[1] if len(sys.argv) > 1 else "--check"
-    if arg == "--probe":
-        got = probe()
-        print("sqlite", sqlite3.sqlite_version, len(got), "reserved")
-        print(" ".join(got))
-        print("not reserved:", " ".join(k for k in KEYWORDS if k not in got))
-        print("differs from RESERVED:", sorted(set(got) ^ set(RESERVED)))
+    args = sys.argv[1:]
+    dialect = "sqlite"
+    if "--dialect" in args:
+        i = args.index("--dialect")
+        dialect = args[i + 1]
+        del args[i:i + 2]
+    arg = args[0] if args else "--check"
+    if arg in ("--probe", "--update"):
+        got = probe(dialect, verbose=True)
+        print(dialect)
+        for name, words in got.items():
+            print(name, len(words), "refused:", " ".join(words)[:400])
+            try:
+                stored = reserved(dialect).get(name, ())
+            except (OSError, KeyError):
+                stored = ()
+            diff = sorted(set(words) ^ set(stored))
+            if diff:
+                print("  differs from the stored list:", diff[:50])
+        if arg == "--update" and dialect != "sqlite":
+            import json
+            data = {}
+            if os.path.exists(RESERVED_FILE):
+                with open(RESERVED_FILE) as f:
+                    data = json.load(f)
+            data[dialect] = got
+            with open(RESERVED_FILE, "w") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+                f.write("\n")
         return
-    text = open(GRAMMAR).read()
+    path = GRAMMARS[dialect]
+    text = open(path).read()
     pat = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
-    new = pat.sub(lambda m: block(), text)
+    new = pat.sub(lambda m: block(dialect), text)
     if arg == "--write":
-        open(GRAMMAR, "w").write(new)
-    elif new != text:
-        sys.exit("grammars/sql.lark IDENT block is out of date: run tools/sql_ident.py --write")
+        if BEGIN not in text:
+            new = text.rstrip("\n") + "\n\n" + block(dialect) + "\n"
+        open(path, "w").write(new)
+    elif new != text or BEGIN not in text:
+        sys.exit("%s: generated block out of date: run tools/sql_ident.py --dialect %s --write"
+                 % (os.path.basename(path), dialect))
 
 
 if __name__ == "__main__":
