@@ -47,7 +47,8 @@ def documents(grammar, n):
         docs = corpora.jsonschemabench_docs()
         return [d for d in docs[::97] if len(d) < 600][:n]
     if grammar == "sql":
-        return corpora.spider_queries()[::211][:n]
+        queries = corpora.spider_queries()
+        return queries[::max(1, len(queries) // (4 * n))][:4 * n]   # queries are short: 4x as many
     index = corpora.js_corpus_index()
     small = sorted((r for r in index if r["bytes"] < 6000), key=lambda r: r["sha256"])
     return [open(r["abspath"], encoding="utf-8").read()[:700] for r in small[:n]]
