@@ -36,6 +36,9 @@ lark = pytest.importorskip("lark")
 
 NAMES = ["json", "sql", "javascript"]
 WORD_BOUNDARY = "[A-Za-z0-9_$\\x80-\\xff]"
+# JavaScript: lead bytes from C3 (no identifier character starts with C2), so
+# that a no-break space may follow a name and a name a non-ASCII space.
+JS_WORD_BOUNDARY = "[A-Za-z0-9_$\\xc3-\\xff]"
 
 
 def grammar_text(name):
@@ -142,9 +145,10 @@ def test_shared_lark_subset(name):
 def test_word_boundary_pragmas():
     assert "%cfgmask" not in grammar_text("json")
     for name in ("sql", "javascript"):
+        wb = JS_WORD_BOUNDARY if name == "javascript" else WORD_BOUNDARY
         first = grammar_text(name).splitlines()[0]
-        assert first == "// %cfgmask word_boundary " + WORD_BOUNDARY
-        cls = re.compile(WORD_BOUNDARY.encode())
+        assert first == "// %cfgmask word_boundary " + wb
+        cls = re.compile(wb.encode())
         assert cls.fullmatch(b"a") and cls.fullmatch(b"$") and cls.fullmatch(b"\xc3")
         assert not cls.fullmatch(b" ") and not cls.fullmatch(b"(")
 
@@ -537,6 +541,10 @@ JS_CONTEXT_ERRORS = re.compile("|".join([
     r"A class may only have one constructor",
     r"Duplicate __proto__ fields",
     r"Illegal 'use strict' directive",
+    # strict-mode reserved words (`let`, `static`, `yield`, ...) in class
+    # bodies and modules, and `let` bound by let/const inside a pattern
+    r"Unexpected strict mode reserved word",
+    r"let is disallowed as a lexically bound name",
 ]))
 JS_MODULE_ONLY = re.compile(
     r"Cannot use import statement outside a module|Unexpected token 'export'|"
@@ -563,14 +571,19 @@ def test_js_sampled_documents_pass_node_check():
     s = grammar_sampler.GrammarSampler(
         grammar_text("javascript"), max_depth=30, max_tokens=25,
         # yield/await/super/break/continue/with only make sense in some
-        # contexts; hashbang must end its line
-        avoid_terminals=["HASHBANG", "YIELD", "AWAIT", "SUPER", "BREAK", "CONTINUE", "WITH"],
+        # contexts; hashbang and HTML-like comments must end their line
+        avoid_terminals=["HASHBANG", "HTML_COMMENT", "YIELD", "AWAIT", "SUPER", "BREAK", "CONTINUE", "WITH"],
         terminal_samples={
             "NL": ["\n"],
             "IDENT": ["a", "b1", "$x", "_y", "é", "foo", "ofs", "get", "async", "of"],
+            "IDENT_NY": ["a", "b1", "é", "foo", "async", "of"],
+            "IDENT_NA": ["a", "b1", "é", "foo", "async", "of"],
+            "IDENT_NYA": ["a", "b1", "é", "foo", "async", "of"],
             "IDENT_NAME": ["a", "if", "default", "x_1", "é"],
+            "HTML_COMMENT": ["<!-- x"],
             "PRIVATE_NAME": ["#p", "#q"],
             "REGEX": ["/a/", "/[b-d]+/g", "/\\//i", "/x*y?/m", "/ +/"],
+            "REGEX_U": ["/a/u", "/[b-d]+/gu", "/\\p{L}/u", "/x*y?/v"],
         })
     rng = random.Random(3)
     bad = []
