@@ -173,7 +173,7 @@ SPECS = {
         # like a comment (identifiers share its first two bytes); the profile
         # keeps only NBSP of it
         whitespace={"WS": _JS_WS, "NL": _JS_NL, "USP": "\u00a0"},
-        strings=("STRING",),
+        strings=("STRING", "STRING_STRICT"),
         unsplit=("--", "++"),
     ),
 }

@@ -12,12 +12,13 @@ has; this script expands them into plain rules:
 * a reference passes every parameter of the referenced rule: ``Yield``
   (the caller's value), ``+Yield`` (set) or ``~Yield`` (cleared), e.g.
   ``function_body[+Yield,~Await,+Return]``;
-* the terminal family ``IDENT[Yield,Await]`` picks one of IDENT, IDENT_NY,
-  IDENT_NA, IDENT_NYA (tools/js_ident.py).
+* the terminal families ``IDENT[Yield,Await]`` (IDENT, IDENT_NY, IDENT_NA,
+  IDENT_NYA: tools/js_ident.py), ``STRING[Strict]`` and ``NUMBER[Strict]``
+  (STRING / STRING_STRICT, NUMBER / NUMBER_STRICT) pick a terminal.
 
 Each parameterised rule becomes one rule per combination that is reachable
 from the start rules, named with the set parameters' initials
-(``assignment_ya``, ``assignment_a``, ``assignment_0``).  The identifier
+(``assignment_yas``, ``assignment_a``, ``assignment_0``).  The identifier
 terminals are then written in by tools/js_ident.py.
 
 usage:
@@ -35,11 +36,16 @@ import js_ident  # noqa: E402
 TEMPLATE = os.path.join(HERE, "javascript.lark.in")
 GRAMMAR = os.path.join(HERE, "..", "grammars", "javascript.lark")
 
-PARAMS = ("Yield", "Await", "Return")
-IDENT_FAMILY = {(False, False): "IDENT", (True, False): "IDENT_NY",
-                (False, True): "IDENT_NA", (True, True): "IDENT_NYA"}
+PARAMS = ("Yield", "Await", "Return", "Strict")
+# Terminal families: (parameters, {values: terminal}).
+FAMILIES = {
+    "IDENT": (("Yield", "Await"), {(False, False): "IDENT", (True, False): "IDENT_NY",
+                                   (False, True): "IDENT_NA", (True, True): "IDENT_NYA"}),
+    "STRING": (("Strict",), {(False,): "STRING", (True,): "STRING_STRICT"}),
+    "NUMBER": (("Strict",), {(False,): "NUMBER", (True,): "NUMBER_STRICT"}),
+}
 
-_HEAD = re.compile(r"^(\??)(_?[a-z][a-z0-9_]*)(?:\[([A-Za-z, ]*)\])?(\s*:)(.*)$")
+_HEAD = re.compile(r"^([?!]?)(_?[a-z][a-z0-9_]*)(?:\[([A-Za-z, ]*)\])?(\s*:)(.*)$")
 _REF = re.compile(r"(?<![A-Za-z0-9_\"'])(_?[A-Za-z][A-Za-z0-9_]*)\[([+~A-Za-z, ]*)\]")
 _GUARD = re.compile(r"^\s*\[([+~])([A-Za-z]+)\]")
 
@@ -96,10 +102,11 @@ def expand_refs(line, where, env, rules, todo):
                 vals[p] = env[p]
             else:
                 vals[p] = mode == "+"
-        if target == "IDENT":
-            if set(vals) != {"Yield", "Await"}:
-                raise TemplateError("%s: IDENT takes [Yield,Await]" % where)
-            return IDENT_FAMILY[(vals["Yield"], vals["Await"])]
+        if target in FAMILIES:
+            fparams, names = FAMILIES[target]
+            if set(vals) != set(fparams):
+                raise TemplateError("%s: %s takes [%s]" % (where, target, ",".join(fparams)))
+            return names[tuple(vals[p] for p in fparams)]
         if target not in rules:
             raise TemplateError("%s: %s is not a parameterised rule" % (where, target))
         tparams = rules[target][1]
