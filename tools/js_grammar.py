@@ -13,7 +13,7 @@ has; this script expands them into plain rules:
   (the caller's value), ``+Yield`` (set) or ``~Yield`` (cleared), e.g.
   ``function_body[+Yield,~Await,+Return]``;
 * the terminal families ``IDENT[Yield,Await]`` (IDENT, IDENT_NY, IDENT_NA,
-  IDENT_NYA: tools/js_ident.py), ``STRING[Strict]`` and ``NUMBER[Strict]``
+  IDENT_NYA, each with IDENT_U: tools/js_ident.py), ``STRING[Strict]`` and ``NUMBER[Strict]``
   (STRING / STRING_STRICT, NUMBER / NUMBER_STRICT) pick a terminal.
 
 Each parameterised rule becomes one rule per combination that is reachable
@@ -39,8 +39,10 @@ GRAMMAR = os.path.join(HERE, "..", "grammars", "javascript.lark")
 PARAMS = ("Yield", "Await", "Return", "Strict")
 # Terminal families: (parameters, {values: terminal}).
 FAMILIES = {
-    "IDENT": (("Yield", "Await"), {(False, False): "IDENT", (True, False): "IDENT_NY",
-                                   (False, True): "IDENT_NA", (True, True): "IDENT_NYA"}),
+    # an ASCII name that is not reserved, or any name with a non-ASCII
+    # character or an escape (IDENT_U)
+    "IDENT": (("Yield", "Await"), {(False, False): "(IDENT|IDENT_U)", (True, False): "(IDENT_NY|IDENT_U)",
+                                   (False, True): "(IDENT_NA|IDENT_U)", (True, True): "(IDENT_NYA|IDENT_U)"}),
     "STRING": (("Strict",), {(False,): "STRING", (True,): "STRING_STRICT"}),
     "NUMBER": (("Strict",), {(False,): "NUMBER", (True,): "NUMBER_STRICT"}),
 }

@@ -12,6 +12,9 @@
   early error, which the grammar does not model.
 * ``IDENT_NAME`` (property names: reserved words included) and
   ``PRIVATE_NAME``.
+* All of these but ``PRIVATE_NAME`` are ASCII; ``IDENT_U`` is every name
+  with a non-ASCII character or an escape (never a reserved word), used
+  next to them, so that the large Unicode classes are in two terminals.
 
 Characters: Unicode ID_Start / ID_Continue (the ``regex`` module's
 properties, restricted to the characters assigned in Python's
@@ -190,15 +193,18 @@ def _ascii_keyword_free(words):
 
 
 def ident_regex(extra_reserved=()):
-    """An identifier name (escapes included) that is not a reserved word."""
+    """An ASCII identifier name that is not a reserved word."""
+    return _ascii_keyword_free(list(RESERVED) + list(extra_reserved))
+
+
+def non_ascii_name_regex():
+    """Any identifier name with a non-ASCII character or an escape (never a
+    reserved word)."""
     ns, nc = _classes()
-    s_ascii, c_ascii = "[A-Za-z_$]", "[A-Za-z0-9_$]"
     s_non, c_non = "(?:%s|%s)" % (ns, ESCAPE_START), "(?:%s|%s)" % (nc, ESCAPE)
-    cont = "(?:%s|%s|%s)" % ("[A-Za-z0-9_$]", nc, ESCAPE)
-    ascii_free = _ascii_keyword_free(list(RESERVED) + list(extra_reserved))
-    # Longer alternatives first, for lark's dynamic lexer (first match wins):
-    # a name with a non-ASCII character or an escape is never reserved.
-    return "%s%s*%s%s*|%s%s*|%s" % (s_ascii, c_ascii, c_non, cont, s_non, cont, ascii_free)
+    cont = "(?:[A-Za-z0-9_$]|%s|%s)" % (nc, ESCAPE)
+    # the longer alternative first, for lark's dynamic lexer (first match wins)
+    return "[A-Za-z_$][A-Za-z0-9_$]*%s%s*|%s%s*" % (c_non, cont, s_non, cont)
 
 
 def name_regex():
@@ -220,7 +226,9 @@ def block():
              "// IDENT_NY also excludes yield, IDENT_NA await, IDENT_NYA both."]
     for name, extra in VARIANTS:
         lines.append("%s: /%s/" % (name, ident_regex(extra)))
-    lines.append("IDENT_NAME: /%s/" % name_regex())
+    lines.append("// IDENT_NAME: any ASCII name; IDENT_U: any name with a non-ASCII character or an escape.")
+    lines.append("IDENT_NAME: /[A-Za-z_$][A-Za-z0-9_$]*/")
+    lines.append("IDENT_U: /%s/" % non_ascii_name_regex())
     lines.append("PRIVATE_NAME: /#%s/" % name_regex())
     lines.append(END)
     return "\n".join(lines)
