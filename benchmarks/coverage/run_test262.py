@@ -11,13 +11,15 @@ others scripts; each is checked from the grammar's start rule for its goal
 Each file is fed byte by byte to cfgmask compiled with a vocabulary of the
 256 single bytes (the engine's own verdict, fast); ``--node`` also runs
 ``node --check`` on every file (.cjs / .mjs), so that the corpus verdicts
-and the engine the project samples against can be compared.
+and the engine the project samples against can be compared; ``--greedy``
+runs tools/greedy_check.py (lark's Earley parser under cfgmask's lexing
+rules, on characters) from the same start rules, about a minute.
 
 Results: benchmarks/coverage/results/test262.json (summary, and one record
 per file whose verdict differs from the one its directory wants).
 
 usage:
-  python3 benchmarks/coverage/run_test262.py [--limit N] [--node] [--out PATH]
+  python3 benchmarks/coverage/run_test262.py [--limit N] [--node] [--greedy] [--out PATH]
     [--grammar PATH] [--script-start RULE] [--module-start RULE] [--dirs pass,fail,early]
 Corpora: $CFGMASK_CORPORA or ../shared/corpora next to the repository.
 """
@@ -109,7 +111,16 @@ def node_check(data, module):
         os.unlink(path)
 
 
-def run(checker, dirs=DIRS, limit=None, node=False, progress=None):
+def greedy_recognizers(grammar_path=None, script_start="script", module_start="module"):
+    sys.path.insert(0, os.path.join(REPO, "tools"))
+    import cfgmask
+    from greedy_check import GreedyRecognizer
+    text = open(grammar_path or str(cfgmask.Grammar.builtin_path("javascript")), encoding="utf-8").read()
+    return {"script": GreedyRecognizer(text, start=script_start),
+            "module": GreedyRecognizer(text, start=module_start)}
+
+
+def run(checker, dirs=DIRS, limit=None, node=False, progress=None, greedy=None):
     records = []
     for d, name, data in files(dirs, limit):
         mod = is_module(name)
@@ -123,6 +134,12 @@ def run(checker, dirs=DIRS, limit=None, node=False, progress=None):
             n = node_check(data, mod)
             if n is not None:
                 rec["node"] = "ok" if n else "reject"
+        if greedy:
+            try:
+                ok_g = greedy["module" if mod else "script"].check(data.decode("utf-8"))[0]
+            except UnicodeDecodeError:
+                ok_g = False
+            rec["greedy"] = "ok" if ok_g else "reject"
         records.append(rec)
         if progress:
             progress(rec)
@@ -138,9 +155,10 @@ def summarize(records):
         s = {"files": len(recs), "accepted": sum(r["cfgmask"] == "ok" for r in recs)}
         s["rejected"] = s["files"] - s["accepted"]
         s["accepted_pct"] = round(100.0 * s["accepted"] / s["files"], 2)
-        if any("node" in r for r in recs):
-            s["node_accepted"] = sum(r.get("node") == "ok" for r in recs)
-            s["node_disagree"] = sum(r.get("node") != r["cfgmask"] for r in recs if "node" in r)
+        for other in ("node", "greedy"):
+            if any(other in r for r in recs):
+                s[other + "_accepted"] = sum(r.get(other) == "ok" for r in recs)
+                s[other + "_disagree"] = sum(r.get(other) != r["cfgmask"] for r in recs if other in r)
         out[d] = s
     return out
 
@@ -153,6 +171,7 @@ def main(argv=None):
     ap.add_argument("--dirs", default=",".join(DIRS))
     ap.add_argument("--limit", type=int, default=None, help="files per directory (a spread sample)")
     ap.add_argument("--node", action="store_true", help="also run node --check on every file")
+    ap.add_argument("--greedy", action="store_true", help="also run tools/greedy_check.py on every file")
     ap.add_argument("--out", default=None)
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -168,7 +187,8 @@ def main(argv=None):
             print("%s/%s: %s %s" % (rec["dir"], rec["file"], rec["cfgmask"], rec.get("cfgmask_error", "")),
                   flush=True)
 
-    records = run(checker, dirs, args.limit, args.node, progress)
+    greedy = greedy_recognizers(args.grammar, args.script_start, args.module_start) if args.greedy else None
+    records = run(checker, dirs, args.limit, args.node, progress, greedy)
     summary = summarize(records)
     meta = {"grammar": args.grammar or "grammars/javascript.lark", "script_start": args.script_start,
             "module_start": args.module_start, "limit": args.limit, "compile_s": checker.compile_s,
@@ -177,7 +197,8 @@ def main(argv=None):
             "command": "python3 benchmarks/coverage/run_test262.py " + " ".join(argv or sys.argv[1:])}
     # Keep the files whose verdict is not the one their directory wants (and
     # every early/ file, whose verdict is informative either way).
-    kept = [r for r in records if WANT[r["dir"]] is None or r["cfgmask"] != WANT[r["dir"]]]
+    kept = [r for r in records if WANT[r["dir"]] is None or r["cfgmask"] != WANT[r["dir"]]
+            or r.get("greedy", r["cfgmask"]) != r["cfgmask"]]
     out = args.out or os.path.join(RESULTS, "test262.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w", encoding="utf-8") as f:
