@@ -158,6 +158,12 @@ def test_generated_ident_terminals_are_current():
     assert js_ident.block() in grammar_text("javascript")
 
 
+def test_generated_javascript_grammar_is_current():
+    """grammars/javascript.lark is tools/javascript.lark.in expanded (tools/js_grammar.py)."""
+    import js_grammar
+    assert js_grammar.render() == grammar_text("javascript")
+
+
 # --------------------------------------------------------------- JSON
 
 # What the grammar does with each JSONTestSuite i_ file (implementation-
