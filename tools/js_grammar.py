@@ -166,7 +166,7 @@ def expand(text, starts):
             if k == 0:
                 lines.append(t.strip() if not lead else t.strip())
             else:
-                lines.append((lead or "    |") + (" " if not t.startswith(" ") else "") + t.strip())
+                lines.append((lead or "    |") + " " + t.strip())
         out_rules[key] = "%s%s%s %s" % (prefix, inst_name(name, params, env), colon.strip(), "\n".join(lines))
     # Emit in template order, each rule's instances together.
     out = []
