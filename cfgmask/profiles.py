@@ -65,13 +65,11 @@ they stand, while contextual lexing splits ``x)--y`` into ``x) - -y``; so a
 one-character ``-`` / ``+`` lexeme gets ``(?!-)`` / ``(?!\\+)`` (``SPECS
 unsplit``).
 
-Exception (the full grammar's, not the profile's): JavaScript's full
-whitespace terminal reads the first byte of a non-ASCII space greedily, so
-the full grammar refuses whitespace followed by a character that shares
-that byte (``x = あ``, ``x = µ``), which Lark and JavaScript accept.  A
-lookahead cannot forbid a non-ASCII byte, so the profile's whitespace ends
-there and the profile accepts such documents (invariant 2 is checked per
-character, not per byte).
+(The JavaScript grammar's white space is ASCII and its non-ASCII spaces
+are the terminal ``USP``, one character per lexeme, so a space lexeme never
+takes the first byte of a following non-ASCII character: ``x = あ`` and
+``x = µ`` lex as Lark and JavaScript read them.  The profile keeps only
+U+00A0 of ``USP``.)
 
 ``tests/test_profiles.py`` checks the result end to end: documents sampled
 under the profile's masks, fence stripped, must parse with the full grammar
@@ -178,8 +176,11 @@ SPECS = {
     "javascript": ProfileSpec(
         fence_tags=("js", "javascript", "JavaScript"),
         comments=("LINE_COMMENT", "BLOCK_COMMENT"),
-        whitespace={"WS": _JS_WS, "NL": _JS_NL},
-        strings=("STRING",),
+        # USP (the non-ASCII spaces: NBSP, BOM, Zs, LS/PS) cannot be dropped
+        # like a comment (identifiers share its first two bytes); the profile
+        # keeps only NBSP of it
+        whitespace={"WS": _JS_WS, "NL": _JS_NL, "USP": "\u00a0"},
+        strings=("STRING", "STRING_STRICT"),
         unsplit=("--", "++"),
     ),
 }
