@@ -510,78 +510,61 @@ def _bound(suffix):
 
 # ---------------------------------------------------------------- derivation cache
 
-DERIVE_FORMAT = 1
+DERIVE_FORMAT = 2
 _DERIVED = {}          # digest -> candidate slices (insertion order = age)
 _DERIVED_SIZE = 32
 
 
-def derived(grammar, lexer_spec):
-    """:func:`derive`, memoised in memory and in the disk cache (kind ``slice-candidates``).
-
-    The candidates are a function of the terminals alone (name, pattern,
-    flags, ``%ignore``) and of this module's and the regex module's code, so
-    that is the key.  Deriving reads every pattern with Python's regex parser,
-    which takes 30-45 ms for the SQL and JavaScript grammars (their generated
-    identifier patterns are long): most of a cached compile.
-    """
+def _terminals_key(grammar):
     from . import cache
     h = hashlib.sha256()
     for name, pattern, flags, ignore in zip(grammar.terminal_names, grammar.terminal_patterns,
                                             grammar.terminal_flags, grammar.terminal_is_ignore):
         for part in (name, pattern, ",".join(sorted(flags)), "i" if ignore else "-"):
             h.update(part.encode("utf-8", "surrogatepass") + b"\0")
-    key = {"format": DERIVE_FORMAT, "code": cache.code_fingerprint(__name__, "cfgmask.regex"),
-           "terminals": h.hexdigest()}
-    digest = cache.key_digest(key)
+    return {"format": DERIVE_FORMAT, "code": cache.code_fingerprint(__name__, "cfgmask.regex"),
+            "terminals": h.hexdigest()}
+
+
+def derived(grammar, lexer_spec):
+    """:func:`derive`, memoised in memory by the terminals (name, pattern, flags,
+    ``%ignore``) and this module's and the regex module's code."""
+    from . import cache
+    digest = cache.key_digest(_terminals_key(grammar))
     hit = _DERIVED.get(digest)
+    if hit is None:
+        hit = derive(grammar, lexer_spec)
+        _memo_put(_DERIVED, digest, hit, _DERIVED_SIZE)
+    return hit
+
+
+def _candidate_keys(grammar, lexer_spec):
+    """The digests of the grammar's candidate slices, without their automata when
+    possible: from memory, then from the disk cache (kind ``slice-candidates``, a
+    few KB), else by deriving them.  Deriving reads every pattern with Python's
+    regex parser, 30-45 ms for the SQL and JavaScript grammars (their generated
+    identifier patterns are long); the automata themselves (up to tens of MB for
+    those identifiers) are only needed to build a new choice or new tables."""
+    from . import cache
+    key = _terminals_key(grammar)
+    hit = _DERIVED.get(cache.key_digest(key))
     if hit is not None:
-        return hit
+        return [c.key() for c in hit]
     got = cache.load("slice-candidates", key)
-    candidates = _candidates_from_arrays(*got) if got is not None else None
-    if candidates is None:
-        t0 = time.perf_counter()
-        candidates = derive(grammar, lexer_spec)
-        if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
-            cache.store("slice-candidates", key, *_candidates_to_arrays(candidates))
-    if len(_DERIVED) >= _DERIVED_SIZE:
-        _DERIVED.pop(next(iter(_DERIVED)))
-    _DERIVED[digest] = candidates
-    return candidates
-
-
-def _candidates_to_arrays(candidates):
-    meta, arrays = [], {}
-    for i, c in enumerate(candidates):
-        meta.append({"name": c.name, "lead": c.lead, "key": c.key(), "pattern": c.dfa.pattern,
-                     "tail": None if c.tail is None else c.tail.pattern})
-        arrays[f"t{i}"], arrays[f"a{i}"] = c.dfa.trans, c.dfa.accepting.astype(np.uint8)
-        if c.tail is not None:
-            arrays[f"tt{i}"], arrays[f"ta{i}"] = c.tail.trans, c.tail.accepting.astype(np.uint8)
-    return {"slices": meta}, arrays
-
-
-def _candidates_from_arrays(meta, arrays):
-    try:
-        out = []
-        for i, m in enumerate(meta["slices"]):
-            dfa = _rx.ByteDFA(np.array(arrays[f"t{i}"]), np.array(arrays[f"a{i}"], dtype=np.bool_),
-                              pattern=m["pattern"], name=m["name"])
-            tail = None
-            if m["tail"] is not None:
-                tail = _rx.ByteDFA(np.array(arrays[f"tt{i}"]), np.array(arrays[f"ta{i}"], dtype=np.bool_),
-                                   pattern=m["tail"], name=m["name"])
-            c = Slice(m["name"], dfa, lead=m["lead"], tail=tail)
-            if dfa.trans.ndim != 2 or dfa.trans.shape[1] != 256 or c.key() != m["key"]:
-                return None   # the digest recomputed from the arrays must match: never trust the file
-            out.append(c)
-        return out
-    except (KeyError, IndexError, ValueError, TypeError):
-        return None
+    if got is not None:
+        keys = got[0].get("keys")
+        if isinstance(keys, list) and all(isinstance(k, str) and len(k) == 64 for k in keys):
+            return keys
+    t0 = time.perf_counter()
+    keys = [c.key() for c in derived(grammar, lexer_spec)]
+    if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
+        cache.store("slice-candidates", key, {"keys": keys}, {})
+    return keys
 
 
 # ---------------------------------------------------------------- per vocabulary cache
 
-SLICES_FORMAT = 2
+SLICES_FORMAT = 3
 _TABLE_CACHE_SIZE = 16
 _CHOICE_CACHE_SIZE = 256
 _MEMBERSHIP_MEMO_SIZE = 1024
@@ -596,29 +579,32 @@ def _memo_put(memo, key, value, size):
 def for_grammar(grammar, lexer_spec, prepared, **options):
     """The :class:`SliceTables` of ``grammar`` on a prepared vocabulary.
 
-    Two levels, each memoised per vocabulary in memory and kept in the disk
-    cache (``cfgmask.cache``), keyed by the vocabulary's fingerprint, the build
+    Three levels, each memoised in memory and kept in the disk cache
+    (``cfgmask.cache``), keyed by the vocabulary's fingerprint, the build
     options and this module's code:
 
-    * *choice* (kind ``slice-choice``, a few bytes): which of the grammar's
-      candidate slices are kept, keyed by all candidates' automata;
-    * *tables* (kind ``slices``: token sets, forest, tree), keyed by the kept
-      slices alone.
+    * *candidates* (kind ``slice-candidates``): the digests of the grammar's
+      candidate slices, keyed by its terminals;
+    * *choice* (kind ``slice-choice``): which candidates are kept, keyed by all
+      candidates' digests;
+    * *tables* (kind ``slices``: the kept slices' automata, token sets, forest,
+      tree), keyed by the kept slices alone.
 
-    Grammars that differ only in terminals that make no slice (every JSON
-    Schema grammar keeps the same string-body runs) share the tables, and the
-    token set of each candidate is memoised, so a new grammar pays for the
-    candidates it does not share and for a forest only when its kept set is new.
+    A compile that hits all three derives nothing and builds nothing.  Grammars
+    that differ only in terminals that make no slice (every JSON Schema grammar
+    keeps the same string-body runs) share the tables, and each candidate's
+    token set is memoised, so a new grammar pays for the candidates it does not
+    share and for a forest only when its kept set is new.
     """
     from . import cache
-    candidates = derived(grammar, lexer_spec)
+    keys = _candidate_keys(grammar, lexer_spec)
     V = prepared.vocab.vocab_size
     trie, special = prepared.trie, prepared.token_special
     base = {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
             "vocab": prepared.vocab.fingerprint(), "options": {k: options[k] for k in sorted(options)}}
     memberships = prepared.__dict__.setdefault("_slice_memberships", {})
 
-    choice_key = dict(base, candidates=[c.key() for c in candidates])
+    choice_key = dict(base, candidates=keys)
     choice_digest = cache.key_digest(choice_key)
     choices = prepared.__dict__.setdefault("_slice_choices", {})
     chosen, own = choices.get(choice_digest), None
@@ -626,17 +612,17 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
         got = cache.load("slice-choice", choice_key)
         if got is not None:
             idx = got[0].get("chosen")
-            if isinstance(idx, list) and all(isinstance(i, int) and 0 <= i < len(candidates) for i in idx):
+            if isinstance(idx, list) and all(isinstance(i, int) and 0 <= i < len(keys) for i in idx):
                 chosen = idx
     if chosen is None:
         t0 = time.perf_counter()
-        chosen, own = choose(candidates, trie, special, V, memberships=memberships, **options)
+        chosen, own = choose(derived(grammar, lexer_spec), trie, special, V, memberships=memberships,
+                             **options)
         if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
             cache.store("slice-choice", choice_key, {"chosen": chosen}, {})
     _memo_put(choices, choice_digest, chosen, _CHOICE_CACHE_SIZE)
-    slices = [candidates[i] for i in chosen]
 
-    tables_key = dict(base, chosen=[s.key() for s in slices])
+    tables_key = dict(base, chosen=[keys[i] for i in chosen])
     tables_digest = cache.key_digest(tables_key)
     memo = prepared.__dict__.setdefault("_slice_tables", {})
     hit = memo.get(tables_digest)
@@ -645,8 +631,10 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     tables = None
     got = cache.load("slices", tables_key)
     if got is not None:
-        tables = _from_arrays(got[0], got[1], slices)
+        tables = _from_arrays(got[0], got[1], [keys[i] for i in chosen])
     if tables is None:
+        candidates = derived(grammar, lexer_spec)
+        slices = [candidates[i] for i in chosen]
         if own is None:
             own = _own_sets(slices, trie, special, V, memberships)
         tables = layout(slices, own, trie, V)
@@ -658,17 +646,40 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
 
 def _to_arrays(tables):
     meta = {"rest": [int(tables.rest_lo), int(tables.rest_hi)],
-            "words": int(tables.words), "V": int(tables.tokens.shape[1])}
+            "words": int(tables.words), "V": int(tables.tokens.shape[1]),
+            "slices": [{"name": c.name, "lead": c.lead, "pattern": c.dfa.pattern,
+                        "tail": None if c.tail is None else c.tail.pattern} for c in tables.slices]}
     arrays = dict(tables.forest)
     arrays["tokens"] = np.packbits(tables.tokens, axis=1, bitorder="little")
     arrays["parent"] = tables.parent
     arrays["trie_lo"] = tables.trie_lo
     arrays["trie_hi"] = tables.trie_hi
+    for i, c in enumerate(tables.slices):
+        arrays[f"t{i}"], arrays[f"a{i}"] = c.dfa.trans, c.dfa.accepting.astype(np.uint8)
+        if c.tail is not None:
+            arrays[f"tt{i}"], arrays[f"ta{i}"] = c.tail.trans, c.tail.accepting.astype(np.uint8)
     return meta, arrays
 
 
-def _from_arrays(meta, arrays, slices):
+def _from_arrays(meta, arrays, keys):
+    """The tables of an entry whose key names the slices' digests ``keys`` (the
+    entry's checksum and key were checked by :func:`cfgmask.cache.load`)."""
     try:
+        slices = []
+        for i, m in enumerate(meta["slices"]):
+            dfa = _rx.ByteDFA(arrays[f"t{i}"], np.asarray(arrays[f"a{i}"], dtype=np.bool_),
+                              pattern=m["pattern"], name=m["name"])
+            tail = None
+            if m["tail"] is not None:
+                tail = _rx.ByteDFA(arrays[f"tt{i}"], np.asarray(arrays[f"ta{i}"], dtype=np.bool_),
+                                   pattern=m["tail"], name=m["name"])
+            if dfa.trans.ndim != 2 or dfa.trans.shape[1] != 256:
+                return None
+            c = Slice(m["name"], dfa, lead=m["lead"], tail=tail)
+            c._key = keys[i]
+            slices.append(c)
+        if len(slices) != len(keys):
+            return None
         V = int(meta["V"])
         tokens = np.unpackbits(arrays["tokens"], axis=1, bitorder="little", count=V).astype(np.bool_)
         forest = {k: np.asarray(arrays[k]) for k in ("node_byte", "node_depth", "node_token",
