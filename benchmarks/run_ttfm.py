@@ -135,6 +135,10 @@ def worker_ttfm(args):
     import cfgmask
     import cfgmask.compiler  # noqa: F401 - module imports are a once-per-process cost,
     import cfgmask.grammar   # noqa: F401   reported apart from the timings below
+    try:
+        import cfgmask.slices    # noqa: F401
+    except ImportError:          # an older cfgmask (--baseline-src) has no slices
+        pass
     from cfgmask.vocab import Vocabulary
     import_s = time.perf_counter() - t_import
     lark_import_s = None
@@ -148,6 +152,8 @@ def worker_ttfm(args):
     if hasattr(vocab, "prepared"):
         prep = vocab.prepared()
         prep.trie, prep.token_bytes_flat  # noqa: B018 - the prepared vocabulary, not timed
+        if hasattr(prep, "first_byte_sets"):
+            prep.first_byte_sets()
         parts = prep.loaded()
     else:  # an older cfgmask (--baseline-src): its trie, cached on the Vocabulary
         vocab.trie()

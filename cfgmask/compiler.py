@@ -154,6 +154,7 @@ class CompiledGrammar:
         # built (or loaded from the disk cache) once per Vocabulary and shared
         self.prepared = vocab.prepared()
         self.trie = self.prepared.trie
+        self.prepared.first_byte_sets()   # the runtime copies them; read from the cache if there
         t2 = time.perf_counter()
         p = self.prepared
         self.slices = None

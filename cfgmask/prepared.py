@@ -187,6 +187,16 @@ class PreparedVocab:
                     self._trie = TokTrie.from_arrays(self.part("trie").arrays)
         return self._trie
 
+    def first_byte_sets(self):
+        """The trie's tokens grouped by first byte (:meth:`TokTrie.first_byte_sets`),
+        from the ``first_bytes`` part, so a fresh process reads them instead of
+        sorting every token id."""
+        t = self.trie
+        if t._first_byte_sets is None:
+            part = self.part("first_bytes")
+            t._first_byte_sets = (part["offsets"], part["words"], part["bits"])
+        return t._first_byte_sets
+
     @property
     def token_bytes_flat(self):
         return self.part("tokens")["flat"]
@@ -237,6 +247,13 @@ def _build_trie(prep):
     from .trie import TokTrie
     t = TokTrie.build(prep.vocab)
     return {"n_nodes": t.n_nodes}, {a: getattr(t, a) for a in _TRIE_ARRAYS}
+
+
+@register_part("first_bytes", version=1, requires=("trie",), modules=("cfgmask.trie",))
+def _build_first_bytes(prep):
+    from .trie import TokTrie
+    offsets, words, bits = TokTrie.first_byte_sets(prep.trie)
+    return {}, {"offsets": offsets, "words": words, "bits": bits}
 
 
 @register_part("subtree_bytes", version=1, requires=("trie",))
