@@ -311,17 +311,23 @@ class SliceTables:
         self.rest_lo = rest_lo
         self.rest_hi = rest_hi
         self.words = words
+        self._bits = None
 
     @property
     def n(self):
         return len(self.slices)
 
     def bits(self):
-        """int32 [n_slices, words] bitmasks (all tokens of each slice)."""
-        V = self.tokens.shape[1]
-        out = np.zeros((self.n, self.words * 32), dtype=np.bool_)
-        out[:, :V] = self.tokens
-        return np.packbits(out, axis=1, bitorder="little").view(np.int32).reshape(self.n, self.words)
+        """int32 [n_slices, words] bitmasks (all tokens of each slice); computed once
+        (the tables are shared by every compile that keeps these slices)."""
+        if self._bits is None:
+            V = self.tokens.shape[1]
+            out = np.zeros((self.n, self.words * 32), dtype=np.bool_)
+            out[:, :V] = self.tokens
+            bits = np.packbits(out, axis=1, bitorder="little").view(np.int32).reshape(self.n, self.words)
+            bits.flags.writeable = False
+            self._bits = bits
+        return self._bits
 
     def describe(self):
         return [(s.name, int(self.tokens[i].sum()), int(self.parent[i])) for i, s in enumerate(self.slices)]
