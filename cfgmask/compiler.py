@@ -110,7 +110,7 @@ def compile(grammar, vocab, *, limits=None, progress=None, slices=True):
     status strings during the slow steps.  ``slices`` (default on) derives
     lexeme slices from the grammar's terminals (``cfgmask/slices.py``); it
     never changes a mask, only how fast masks are computed.  ``False``
-    turns them off; a dict of :func:`cfgmask.slices.build` options
+    turns them off; a dict of :func:`cfgmask.slices.choose` options
     (``min_tokens``, ``min_fraction``, ``max_slices``) tunes them, which tests
     use to force slices onto tiny vocabularies.
     """

@@ -22,7 +22,7 @@ terminals:
   the parser is unchanged and the next lexeme starts fresh, so the runtime
   settles all of them with one containment check of ``P_T`` at that start.
 
-Layout (what :func:`build` returns, what ``_fast/_matcher.pyx`` reads):
+Layout (what :func:`layout` returns, what ``_fast/_matcher.pyx`` reads):
 
 * the slices form a **containment tree** by token set (a child's tokens are a
   subset of its parent's; siblings are disjoint, overlaps are cut off the later
@@ -272,7 +272,9 @@ def trie_membership(dfa, trie, special, lead=None):
 
 def token_membership(dfa, flat, offsets, special, lead=None):
     """Boolean array over token ids: the token's bytes never die in ``dfa``
-    (cross slices also need at least one byte after the lead)."""
+    (cross slices also need at least one byte after the lead).  The reference
+    for :func:`trie_membership`, token by token over the flattened bytes; the
+    tests compare the two."""
     n = len(offsets) - 1
     lens = np.diff(offsets)
     ok = (lens > 0) & (special == 0)
@@ -354,18 +356,6 @@ def _filtered_trie(trie, keep_token):
     send = first_kept_at[np.asarray(trie.node_subtree_end)[keep_idx]].astype(np.int32)
     return (np.asarray(trie.node_byte)[keep_idx].copy(), depth[keep_idx].astype(np.int32),
             node_token, send)
-
-
-def build(candidates, trie, flat, offsets, special, vocab_size, **options):
-    """:func:`choose` then :func:`layout`: the :class:`SliceTables` of ``candidates``.
-
-    ``options``: ``min_tokens``, ``min_fraction``, ``max_slices`` (see
-    :func:`choose`).  ``flat`` and ``offsets`` (the flattened token bytes) are
-    accepted for the reference :func:`token_membership`; the build itself walks
-    the trie.
-    """
-    chosen, own = choose(candidates, trie, special, vocab_size, **options)
-    return layout([candidates[i] for i in chosen], own, trie, vocab_size)
 
 
 def _membership(s, trie, special, V, memo):

@@ -45,7 +45,10 @@ def _esc(c):
     return "\\u%04x" % c
 
 
-def _render_set(chars):
+def render_set(chars, esc=None):
+    """The body of a character class matching ``chars``, in ranges; ``esc`` renders
+    one code point (default: this module's escaping)."""
+    esc = esc or _esc
     codes = sorted(ord(c) for c in chars)
     out, i = [], 0
     while i < len(codes):
@@ -53,7 +56,7 @@ def _render_set(chars):
         while j + 1 < len(codes) and codes[j + 1] == codes[j] + 1:
             j += 1
         a, b = codes[i], codes[j]
-        out.append(_esc(a) if a == b else _esc(a) + ("" if b == a + 1 else "-") + _esc(b))
+        out.append(esc(a) if a == b else esc(a) + ("" if b == a + 1 else "-") + esc(b))
         i = j + 1
     return "".join(out)
 
@@ -63,7 +66,7 @@ def char_class(allowed_ascii, excluded_non_ascii=""):
     non-ASCII character except `excluded_non_ascii`."""
     bad = {chr(c) for c in range(128)} - set(allowed_ascii)
     bad |= set(excluded_non_ascii)
-    return "[^" + _render_set(bad) + "]"
+    return "[^" + render_set(bad) + "]"
 
 
 def keyword_free_ident(words, first, cont, case_insensitive=False,

@@ -42,6 +42,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ident_regex import render_set  # noqa: E402
 
 
 def _esc(c):
@@ -56,16 +57,8 @@ def _esc(c):
 
 
 def _render_set(chars):
-    codes = sorted(ord(c) for c in chars)
-    out, i = [], 0
-    while i < len(codes):
-        j = i
-        while j + 1 < len(codes) and codes[j + 1] == codes[j] + 1:
-            j += 1
-        a, b = codes[i], codes[j]
-        out.append(_esc(a) if a == b else _esc(a) + ("" if b == a + 1 else "-") + _esc(b))
-        i = j + 1
-    return "".join(out)
+    return render_set(chars, _esc)
+
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GRAMMAR = os.path.join(HERE, "..", "grammars", "javascript.lark")

@@ -122,14 +122,14 @@ cdef class LazyDFA:
         v_u64 = forb_bits
         self.forb_bits = &v_u64[0]
         # per-state tables, sized once
-        self.c.trans = <int32_t*>cfg_zalloc(<size_t>(max_states * nc) * sizeof(int32_t))
-        self.c.accept = <uint64_t*>cfg_zalloc(<size_t>(max_states * nw) * sizeof(uint64_t))
+        self.c.trans = <int32_t*>cfg_zalloc(<size_t>max_states * nc * sizeof(int32_t))
+        self.c.accept = <uint64_t*>cfg_zalloc(<size_t>max_states * nw * sizeof(uint64_t))
         self.c.any_accept = <uint8_t*>cfg_zalloc(max_states)
-        self.c.accept_id = <int32_t*>cfg_zalloc(<size_t>(max_states) * sizeof(int32_t))
+        self.c.accept_id = <int32_t*>cfg_zalloc(<size_t>max_states * sizeof(int32_t))
         self.c.restricted = <uint8_t*>cfg_zalloc(max_states)
-        self.c.end_trans = <int32_t*>cfg_zalloc(<size_t>(max_states * (nc + 1)) * sizeof(int32_t))
-        self.key_off = <int64_t*>cfg_zalloc(<size_t>(max_states) * sizeof(int64_t))
-        self.key_len = <int32_t*>cfg_zalloc(<size_t>(max_states) * sizeof(int32_t))
+        self.c.end_trans = <int32_t*>cfg_zalloc(<size_t>max_states * (nc + 1) * sizeof(int32_t))
+        self.key_off = <int64_t*>cfg_zalloc(<size_t>max_states * sizeof(int64_t))
+        self.key_len = <int32_t*>cfg_zalloc(<size_t>max_states * sizeof(int32_t))
         self.key_buf = <int32_t*>malloc(sizeof(int32_t) * (2 * T + 2))
         self.pool_cap = 1024
         self.key_pool = <int32_t*>malloc(sizeof(int32_t) * self.pool_cap)
