@@ -127,6 +127,57 @@ cdef inline void or_tokset(uint32_t* mask, const TokSet* ts, int32_t W) noexcept
             mask[ts.idx[k]] |= ts.bits[k]
 
 
+cdef inline uint32_t or_tokset_into(uint32_t* mask, const TokSet* ts, int32_t W,
+                                    const uint32_t* filt) noexcept nogil:
+    """OR ``ts`` (ANDed with ``filt`` unless NULL) into ``mask``; returns the OR of
+    the bits written, so a fill knows whether anything is allowed without
+    another pass over the row (at 131k tokens a pass is 16 KB)."""
+    # the set's pointers in locals: a store into ``mask`` could otherwise alias
+    # ``ts`` and force a reload per word, which stops the loops from vectorising
+    cdef const uint32_t* bits = ts.bits
+    cdef const int32_t* idx = ts.idx
+    cdef int32_t k, n = ts.n
+    cdef uint32_t x, acc = 0
+    if n < 0:
+        if filt == NULL:
+            for k in range(W):
+                x = bits[k]
+                mask[k] |= x
+                acc |= x
+        else:
+            for k in range(W):
+                x = bits[k] & filt[k]
+                mask[k] |= x
+                acc |= x
+    elif filt == NULL:
+        for k in range(n):
+            x = bits[k]
+            mask[idx[k]] |= x
+            acc |= x
+    else:
+        for k in range(n):
+            x = bits[k] & filt[idx[k]]
+            mask[idx[k]] |= x
+            acc |= x
+    return acc
+
+
+cdef inline uint32_t _copy_row(uint32_t* mask, const uint32_t* src, int32_t W) noexcept nogil:
+    """``mask[:W] = src[:W]``; returns the OR of the words (its own function, so that
+    the accumulator is a register: a caller that passes ``&acc`` on would keep it in
+    memory, and the loop would not vectorise)."""
+    cdef int32_t k
+    cdef uint32_t acc = 0
+    for k in range(W):
+        mask[k] = src[k]
+        acc |= src[k]
+    return acc
+
+
+cdef inline int32_t _memo_slot(int64_t key) noexcept nogil:
+    return <int32_t>(((<uint64_t>key * 0x9E3779B97F4A7C15ULL) >> 40) & (MEMO_SIZE - 1))
+
+
 cdef int _cmp_i64(const void* a, const void* b) noexcept nogil:
     cdef int64_t x = (<const int64_t*>a)[0]
     cdef int64_t y = (<const int64_t*>b)[0]
@@ -420,6 +471,7 @@ cdef class Runtime:
             return 0
         bits = tables.bits()
         cdef const int32_t[:, ::1] vb = bits
+        cdef bytes class_of = bytes([self.dfa.c.class_of[c] for c in range(256)])
         for i in range(n):
             sl = tables.slices[i]
             self.sl_lo[i] = tables.trie_lo[i]
@@ -435,14 +487,14 @@ cdef class Runtime:
             self._keep.append(d)
             v = d
             self.sl_dfa[i] = &v[0]
-            self.sl_reps_n[i] = self._byte_reps(sl.dfa.trans, &self.sl_reps[i * 256])
+            self.sl_reps_n[i] = self._byte_reps(sl, False, class_of, &self.sl_reps[i * 256])
             self.sl_split[i] = -1
             if sl.lead is not None:
                 d = np.ascontiguousarray(sl.tail.trans, dtype=np.int32).reshape(-1)
                 self._keep.append(d)
                 v = d
                 self.sl_tail[i] = &v[0]
-                self.tl_reps_n[i] = self._byte_reps(sl.tail.trans, &self.tl_reps[i * 256])
+                self.tl_reps_n[i] = self._byte_reps(sl, True, class_of, &self.tl_reps[i * 256])
                 # the own trie is root -> lead byte -> the starts of the tail
                 c = self.sl_lo[i] + 1
                 if c < self.sl_hi[i] and self.f_send[c] == self.sl_hi[i] and self.f_byte[c] == sl.lead:
@@ -455,26 +507,13 @@ cdef class Runtime:
                     self.sl_split_children[i] = k
         return 0
 
-    cdef int32_t _byte_reps(self, trans, uint8_t* out) except -1:
-        """Bytes that are distinct for the containment product: one per class of
-        (lexer byte class, slice-automaton column), the smallest byte of each,
-        in increasing order; bytes on which the slice automaton always dies are left out."""
-        cols = np.ascontiguousarray(np.asarray(trans, dtype=np.int32).T)   # [256, n_states]
-        alive = (cols >= 0).any(axis=1).tolist()
-        raw = cols.tobytes()     # one copy, then plain bytes slices: no numpy call per byte
-        cdef Py_ssize_t row = cols.shape[1] * 4
-        cdef int b
-        cdef int32_t n = 0
-        seen = set()
-        for b in range(256):
-            if not alive[b]:
-                continue
-            key = (self.dfa.c.class_of[b], raw[b * row:(b + 1) * row])
-            if key not in seen:
-                seen.add(key)
-                out[n] = <uint8_t>b
-                n += 1
-        return n
+    cdef int32_t _byte_reps(self, sl, bint tail, bytes class_of, uint8_t* out) except -1:
+        """Copy the slice's byte representatives for this lexer (``Slice.byte_reps``)."""
+        cdef bytes reps = sl.byte_reps(class_of, tail)
+        cdef Py_ssize_t n = len(reps)
+        if n:
+            memcpy(out, <const char*>reps, n)
+        return <int32_t>n
 
     property use_subtree_accept:
         """Whole-subtree accept (DESIGN §4): allow every token below a trie node without
@@ -1215,11 +1254,11 @@ cdef class MatcherCore:
     cdef int64_t cap_tok
     cdef bint finished
     cdef public bint use_cache
-    cdef uint32_t* tmp        # [words] scratch for the tokens that start a new lexeme
     # memo: (row stamp, accepting-set id) -> lexer start state after scanning that set
     # from that row; lets the mask path skip building rows it only needs the start of
     cdef int64_t* memo_key
     cdef int32_t* memo_val
+    cdef uint8_t* memo_acc    # the scanned row completes the start rule (for the EOS check)
     cdef cfg_rmutex lock
     cdef bint lock_ok
 
@@ -1230,13 +1269,14 @@ cdef class MatcherCore:
         self.st_lex = <int32_t*>malloc(sizeof(int32_t) * self.cap)
         self.st_nrows = <int32_t*>malloc(sizeof(int32_t) * self.cap)
         self.st_byte = <uint8_t*>malloc(self.cap)
-        self.tmp = <uint32_t*>malloc(sizeof(uint32_t) * max(1, rt.words))
         self.memo_key = <int64_t*>malloc(sizeof(int64_t) * MEMO_SIZE)
         self.memo_val = <int32_t*>malloc(sizeof(int32_t) * MEMO_SIZE)
+        self.memo_acc = <uint8_t*>malloc(MEMO_SIZE)
         self.cap_tok = 64
         self.tokd = <int64_t*>malloc(sizeof(int64_t) * self.cap_tok)
-        if (self.st_lex == NULL or self.st_nrows == NULL or self.st_byte == NULL or self.tmp == NULL
-                or self.memo_key == NULL or self.memo_val == NULL or self.tokd == NULL):
+        if (self.st_lex == NULL or self.st_nrows == NULL or self.st_byte == NULL
+                or self.memo_key == NULL or self.memo_val == NULL or self.memo_acc == NULL
+                or self.tokd == NULL):
             _raise_memory("matcher")
         if cfg_rmutex_init(&self.lock) != 0:
             _raise_memory("matcher lock")
@@ -1253,9 +1293,9 @@ cdef class MatcherCore:
         free(self.st_lex)
         free(self.st_nrows)
         free(self.st_byte)
-        free(self.tmp)
         free(self.memo_key)
         free(self.memo_val)
+        free(self.memo_acc)
         free(self.tokd)
 
     cdef inline void _lock(self) noexcept nogil:
@@ -1357,9 +1397,8 @@ cdef class MatcherCore:
         """Lexer start state after scanning the lexeme accepted as ``scan_state`` on the
         top row.  Pushes the new row only when ``need_row`` or when it is not memoised;
         returns with ``rows.n_rows`` either unchanged or one more."""
-        cdef int32_t top = self.rows.n_rows - 1
-        cdef int64_t key = ((<int64_t>self.rows.row_stamp[top]) << 24) | self.rt.dfa.c.accept_id[scan_state]
-        cdef int32_t slot = <int32_t>(((<uint64_t>key * 0x9E3779B97F4A7C15ULL) >> 40) & (MEMO_SIZE - 1))
+        cdef int64_t key = self._memo_key(scan_state)
+        cdef int32_t slot = _memo_slot(key)
         cdef int32_t sp
         if not need_row and self.memo_key[slot] == key:
             return self.memo_val[slot]
@@ -1367,10 +1406,32 @@ cdef class MatcherCore:
         sp = self.rows.row_lex_start[self.rows.n_rows - 1]
         self.memo_key[slot] = key
         self.memo_val[slot] = sp
+        self.memo_acc[slot] = self.rows.row_accepting[self.rows.n_rows - 1]
         return sp
 
-    cdef int _expand(self, Group** groups, int32_t n, uint32_t* mask) except -1 nogil:
-        """Add the tokens of ``groups`` (lexemes ending inside a token) from the current rows.
+    cdef inline int64_t _memo_key(self, int32_t scan_state) noexcept nogil:
+        """What a scan from the top row depends on: the row's contents (its stamp) and
+        the accepted terminal set."""
+        return ((<int64_t>self.rows.row_stamp[self.rows.n_rows - 1]) << 24) | self.rt.dfa.c.accept_id[scan_state]
+
+    cdef bint _scan_accepting(self, int32_t scan_state) except -1 nogil:
+        """Whether scanning the lexeme accepted as ``scan_state`` on the top row completes
+        the start rule (memoised with :meth:`_scan_start`); the rows are left as they were."""
+        cdef int64_t key = self._memo_key(scan_state)
+        cdef int32_t slot = _memo_slot(key)
+        cdef int32_t n = self.rows.n_rows
+        if self.memo_key[slot] == key:
+            return self.memo_acc[slot]
+        try:
+            self._scan_start(scan_state, True)
+            return self.rows.row_accepting[self.rows.n_rows - 1]
+        finally:
+            self.rows.n_rows = n
+
+    cdef int _expand(self, Group** groups, int32_t n, uint32_t* mask, const uint32_t* filt,
+                     uint32_t* acc) except -1 nogil:
+        """Add the tokens of ``groups`` (lexemes ending inside a token) from the current rows,
+        ANDed with ``filt`` unless it is NULL; ``acc`` collects the OR of the bits added.
 
         Per group: find the next lexeme's start state after scanning (memoised
         per row, so usually no row is built), OR the cached continuation for
@@ -1386,11 +1447,11 @@ cdef class MatcherCore:
             sp = self._scan_start(gr.scan_state, False)
             if sp != 0:
                 c = self.rt.cont(gr, sp)
-                or_tokset(mask, &c.bits, self.rt.words)
+                acc[0] |= or_tokset_into(mask, &c.bits, self.rt.words, filt)
                 if c.n_groups:
                     if self.rows.n_rows == base:
                         self._scan_start(gr.scan_state, True)
-                    self._expand(c.groups, c.n_groups, mask)
+                    self._expand(c.groups, c.n_groups, mask, filt, acc)
             self.rows.n_rows = base
         return 0
 
@@ -1404,61 +1465,80 @@ cdef class MatcherCore:
         return 0
 
     cdef int fill(self, uint32_t* mask) except -1 nogil:
-        """Write the allowed-token bitmask (``words`` uint32) for the current state.
-        Leaves the byte stack and the rows as it found them, also when it raises."""
+        """Write the allowed-token bitmask (``words`` uint32) for the current state;
+        returns 1 if any bit is set, else 0.  Leaves the byte stack and the rows as
+        it found them, also when it raises."""
         cdef int32_t d = self.depth
+        cdef int r
         self.rt.enter_fill()
         try:
-            self._fill(mask)
+            r = self._fill(mask)
         finally:
             self._pop_to(d)
             self.rt.leave_fill()
-        return 0
+        return r
 
     cdef int _fill(self, uint32_t* mask) except -1 nogil:
         cdef int32_t W = self.rt.words
         cdef int32_t d = self.depth
         cdef int32_t q = self.st_lex[d]
-        cdef int32_t sp, w
+        cdef int32_t sp, w, base
         cdef Entry* e
         cdef Entry* e2
         cdef const uint32_t* fb
         cdef uint8_t prev = self.st_byte[d]
-        memset(mask, 0, sizeof(uint32_t) * W)
+        cdef uint32_t acc = 0
+        cdef const uint32_t* src
+        cdef bint walked = False        # bits set by a trie walk: count them at the end
         if self.finished:
+            memset(mask, 0, sizeof(uint32_t) * W)
             self._set_eos(mask)
-            return 0
+            return 1 if self.rt.n_eos else 0
         self._reserve(d + self.rt.max_depth + 4)
         if not self.use_cache:
+            memset(mask, 0, sizeof(uint32_t) * W)
             self.walk(1, self.rt.n_nodes, mask)
+            walked = True
         else:
             e = self.rt.entry(q)
-            or_tokset(mask, &e.inside, W)
+            if e.inside.n < 0:
+                # dense: one pass writes the row (no memset first)
+                src = e.inside.bits
+                acc = _copy_row(mask, src, W)
+            else:
+                memset(mask, 0, sizeof(uint32_t) * W)
+                acc = or_tokset_into(mask, &e.inside, W, NULL)
             if e.n_groups:
-                self._expand(e.groups, e.n_groups, mask)
+                self._expand(e.groups, e.n_groups, mask, NULL, &acc)
             if d > 0 and e.fb_exit != NULL and self.rt.dfa.c.restricted[q]:
                 # a trailing lookahead makes the scan depend on the next byte: walk
                 # the first-byte subtrees that end the lexeme with the parser
                 self._walk_first_bytes(e.exit_byte, mask)
+                walked = True
             elif d > 0 and e.fb_exit != NULL:
                 # the pending lexeme may end right at the token boundary: the tokens
                 # are those allowed from the next row's start state, restricted to
-                # first bytes that end this lexeme
-                self.rows.push_scan(q)
-                sp = self.rows.row_lex_start[self.rows.n_rows - 1]
+                # first bytes that end this lexeme (the filter is applied to each
+                # token set as it is ORed in, so no scratch row is needed)
+                base = self.rows.n_rows
+                sp = self._scan_start(q, False)     # memoised per row: usually no row is built
                 if sp != 0:
                     e2 = self.rt.entry(sp)
-                    memset(self.tmp, 0, sizeof(uint32_t) * W)
-                    or_tokset(self.tmp, &e2.inside, W)
-                    if e2.n_groups:
-                        self._expand(e2.groups, e2.n_groups, self.tmp)
                     fb = e.fb_exit_nw if self.rt.wb[prev] else e.fb_exit
-                    for w in range(W):
-                        mask[w] |= self.tmp[w] & fb[w]
+                    acc |= or_tokset_into(mask, &e2.inside, W, fb)
+                    if e2.n_groups:
+                        if self.rows.n_rows == base:
+                            self._scan_start(q, True)
+                        self._expand(e2.groups, e2.n_groups, mask, fb, &acc)
                 self._pop_to(d)
         if self._accepting():
             self._set_eos(mask)
-        return 0
+            if self.rt.n_eos:
+                return 1
+        if walked:
+            for w in range(W):
+                acc |= mask[w]
+        return 1 if acc else 0
 
     cdef void _set_eos(self, uint32_t* mask) noexcept nogil:
         cdef int32_t i, t
@@ -1480,27 +1560,20 @@ cdef class MatcherCore:
         s = lex_end(self.rt.dfa, s, self.rt.dfa.c.n_classes)
         if not self.rt.dfa.c.any_accept[s]:
             return False
-        try:
-            self.rows.push_scan(s)
-            acc = self.rows.row_accepting[self.rows.n_rows - 1]
-        finally:
-            self._pop_to(d)
-        return acc
+        return self._scan_accepting(s)
 
     cdef int fill_ptr(self, uint32_t* out, int64_t width) except -1 nogil:
         """Fill one row at ``out`` (``width`` words, the tail zeroed); 1 if any bit is set."""
         cdef int32_t w
-        cdef uint32_t any = 0
+        cdef int r
         self._lock()
         try:
-            self.fill(out)
+            r = self.fill(out)
         finally:
             self._unlock()
-        for w in range(self.rt.words):
-            any |= out[w]
         for w in range(self.rt.words, width):
             out[w] = 0
-        return 1 if any else 0
+        return r
 
     cdef int _push_tok(self, int64_t d) except -1 nogil:
         cdef int64_t* p
