@@ -21,7 +21,7 @@ either cached faithfully or not at all.  Errors are never cached.
 Entries read in this process are also kept in memory, the last
 :data:`_MEMORY_SIZE` of them, keyed by the cache directory and the key's
 digest, so that compiling the same grammar again skips reading and checking
-the file (about 0.2 ms of a 1-2 ms JSON compile).  The ``%import``\ ed files
+the file (about 0.2 ms of a 1-2 ms JSON compile).  The ``%import``\\ ed files
 are still read and hashed on every hit.  A disabled cache bypasses the memory
 too.
 """

@@ -1550,7 +1550,6 @@ cdef class MatcherCore:
         """EOS rule: the pending lexeme is accepting and, scanned, completes the start rule."""
         cdef int32_t d = self.depth
         cdef int32_t s = self.st_lex[d]
-        cdef bint acc
         if self.finished:
             return True
         if d == 0:
