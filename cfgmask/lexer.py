@@ -96,9 +96,18 @@ class LexerSpec:
     @property
     def dfas(self):
         """The terminal DFAs (256 columns), rebuilt from the class tables."""
+        return [self.dfa(t) for t in range(self.n_terminals)]
+
+    def dfa(self, t):
+        """Terminal ``t``'s DFA (256 columns), rebuilt from its class table on first
+        use (a JSON Schema grammar has dozens of terminals, and the slice
+        derivation usually needs none of them: ``slices._terminal_slices``)."""
         if self._dfas is None:
-            self._dfas = self._tab.dfas(self.terminal_names, self.grammar.terminal_patterns)
-        return self._dfas
+            self._dfas = [None] * self.n_terminals
+        d = self._dfas[t]
+        if d is None:
+            d = self._dfas[t] = self._tab.dfa(t, self.terminal_names[t], self.grammar.terminal_patterns[t])
+        return d
 
 
 class LexerTables:
@@ -142,13 +151,11 @@ class LexerTables:
             self.follow_at_eos.append(at_eos)
             self.end_forbidden.append(ends)
 
-    def dfas(self, names, patterns):
-        out = []
-        for t, (name, pattern) in enumerate(zip(names, patterns)):
-            out.append(ByteDFA(self.class_tables[t][:, self.class_of_byte], self.accepting[t],
-                               pattern=pattern, name=name, follow_forbidden=self.follow[t],
-                               follow_forbidden_at_eos=self.follow_at_eos[t]))
-        return out
+    def dfa(self, t, name, pattern):
+        """Terminal ``t``'s :class:`~cfgmask.regex.ByteDFA` (256 columns)."""
+        return ByteDFA(self.class_tables[t][:, self.class_of_byte], self.accepting[t],
+                       pattern=pattern, name=name, follow_forbidden=self.follow[t],
+                       follow_forbidden_at_eos=self.follow_at_eos[t])
 
 
 _memory = collections.OrderedDict()

@@ -78,19 +78,34 @@ class Slice:
         key = (tail, class_of)
         got = self._reps.get(key)
         if got is None:
+            alive, col_id = self._columns(tail)
+            # (lexer class, column) pairs as one int; the smallest byte of each
+            pair = np.frombuffer(class_of, dtype=np.uint8).astype(np.int64) * 256 + col_id
+            idx = np.flatnonzero(alive)
+            _u, first = np.unique(pair[idx], return_index=True)
+            got = self._reps[key] = bytes(np.sort(idx[first]).astype(np.uint8).tolist())
+        return got
+
+    def renamed(self, name):
+        """The same slice under another name (its digest and memos shared)."""
+        s = Slice(name, self.dfa, self.lead, self.tail)
+        s._key = self._key
+        s._reps = self._reps
+        return s
+
+    def _columns(self, tail):
+        """``(alive bool[256], column id int64[256])`` of the slice's automaton (or its
+        tail): bytes with equal columns in the transition table share an id, and a
+        byte on which every state dies is not alive.  Memoised: it does not depend
+        on the lexer."""
+        k = ("columns", tail)
+        got = self._reps.get(k)
+        if got is None:
             trans = self.tail.trans if tail else self.dfa.trans
             cols = np.ascontiguousarray(np.asarray(trans, dtype=np.int32).T)   # [256, n_states]
-            alive = (cols >= 0).any(axis=1).tolist()
-            raw = cols.tobytes()     # one copy, then plain bytes slices: no numpy call per byte
-            row = cols.shape[1] * 4
-            seen, out = set(), bytearray()
-            for b in range(256):
-                if alive[b]:
-                    k = (class_of[b], raw[b * row:(b + 1) * row])
-                    if k not in seen:
-                        seen.add(k)
-                        out.append(b)
-            got = self._reps[key] = bytes(out)
+            alive = (cols >= 0).any(axis=1)
+            _u, col_id = np.unique(cols, axis=0, return_inverse=True)
+            got = self._reps[k] = (alive, col_id.reshape(-1).astype(np.int64))
         return got
 
     def key(self):
@@ -163,23 +178,28 @@ def _repeat_classes(pattern):
     return out
 
 
-def _has_cycle(dfa):
-    """True when the DFA accepts infinitely many strings (a trimmed DFA with a cycle)."""
-    n = dfa.n_states
-    if n <= 64:
-        # small automata (JSON Schema keys, keywords): peel off states without a
-        # successor until nothing changes; what is left lies on or before a cycle
-        edges = np.zeros((n, n), dtype=np.bool_)
-        src, byte = np.nonzero(dfa.trans >= 0)
-        edges[src, dfa.trans[src, byte]] = True
-        alive = np.ones(n, dtype=np.bool_)
-        while True:
-            keep = alive & edges[:, alive].any(axis=1)
-            if keep.sum() == alive.sum():
-                return bool(keep.any())
-            alive = keep
-    succ = [np.unique(dfa.trans[s][dfa.trans[s] >= 0]).tolist() for s in range(n)]
-    color = [0] * n
+def _has_cycle(trans):
+    """True when a trimmed automaton with transition table ``trans`` (``[states,
+    columns]``, -1 dead; byte columns or byte-class columns alike) accepts
+    infinitely many strings, i.e. has a cycle.
+
+    Only a heuristic decides on it ("a keyword is too small to pay"), never a
+    mask, so any answer is safe; it is exact all the same."""
+    n = trans.shape[0]
+    live = trans >= 0
+    if np.count_nonzero(live) < n:
+        # every state is reachable from the start, so n - 1 edges or fewer make a
+        # tree, which has no cycle: one numpy call settles the literals (JSON
+        # Schema keys, keywords) that are most terminals
+        return False
+    # the distinct edges with numpy (a state has many columns but few
+    # successors), then a plain-Python DFS over them
+    src, col = np.nonzero(live)
+    pairs = np.unique(src.astype(np.int64) * n + trans[src, col])
+    succ = [[] for _ in range(n)]
+    for a, b in zip((pairs // n).tolist(), (pairs % n).tolist()):
+        succ[a].append(b)
+    color = [0] * n            # 0 unseen, 1 on the DFS stack, 2 done
     for root in range(n):
         if color[root]:
             continue
@@ -216,34 +236,24 @@ def derive(grammar, lexer_spec):
             out.append(s)
 
     prefix, runs = {}, set()
-    for t, dfa in enumerate(lexer_spec.dfas):
-        name = grammar.terminal_names[t]
-        if dfa.has_follow_restrictions or not _has_cycle(dfa):
-            continue   # a lookahead decides where the lexeme ends; a keyword is too small to pay
-        p = Slice(f"P[{name}]", _prefix_dfa(dfa))
+    for t, name in enumerate(grammar.terminal_names):
+        p, run_slices = _terminal_slices(grammar.terminal_patterns[t], lexer_spec.class_tables[t],
+                                         lambda: lexer_spec.dfa(t))
+        if p is None:
+            continue
+        p = p.renamed(f"P[{name}]")
         prefix[t] = p
         add(p)
-        for ranges, hi in _repeat_classes(grammar.terminal_patterns[t]):
-            if (ranges, hi) in runs:
-                continue
-            runs.add((ranges, hi))
-            cls = _class_regex(ranges)
-            bounds = [k for k in BOUNDED_RUNS if hi is None or k < hi]
-            if hi is not None and hi > 1:
-                bounds.append(hi)
-            variants = [(f"{cls}+", f"run[{name}]+")] if hi is None else []
-            variants += [(f"{cls}{{1,{k}}}", f"run[{name}]{{1,{k}}}") for k in bounds]
-            for rx, label in variants:
-                try:
-                    d = _rx.compile_regex(rx, name=label, max_states=4096)
-                except GrammarError:
-                    continue
-                add(Slice(label, _prefix_dfa(d)))
+        for run, suffix, sl in run_slices:
+            if run not in runs:    # a run another terminal already offered keeps its name
+                add(sl.renamed(f"run[{name}]{suffix}"))
+        runs.update(run for run, _suffix, _sl in run_slices)
     # cross slices: an ignore lexeme of one byte, then a prefix of a terminal whose
     # first byte cannot continue that lexeme (so every such token leaves it there)
     leads = {}
-    for t, dfa in enumerate(lexer_spec.dfas):
+    for t in range(len(grammar.terminal_names)):
         if grammar.terminal_is_ignore[t]:
+            dfa = lexer_spec.dfa(t)
             for b in range(256):
                 s = dfa.trans[0, b]
                 if s >= 0 and dfa.accepting[s]:
@@ -256,6 +266,48 @@ def derive(grammar, lexer_spec):
                 add(Slice(f"{chr(b)!r}+P[{grammar.terminal_names[t]}]", _prepend(b, tail),
                           lead=b, tail=tail))
     return out
+
+
+_TERMINAL_SLICES = {}      # pattern -> (prefix slice or None, run slices), insertion order = age
+_TERMINAL_SLICES_SIZE = 4096
+
+
+def _terminal_slices(pattern, class_table, get_dfa):
+    """The slices one terminal offers, memoised by its pattern: ``(prefix, runs)``
+    with ``prefix`` a :class:`Slice` of its prefixes, or ``None`` when it offers
+    none (a lookahead decides where its lexeme ends, or it is finite: a keyword
+    is too small to pay), and ``runs`` a tuple of ``((ranges, hi), suffix,
+    slice)`` for each run of one character class inside it and each bounded
+    variant.  ``class_table`` is the terminal's table over the lexer's byte
+    classes and ``get_dfa()`` gives its byte automaton (both functions of the
+    pattern alone); the automaton is only built for a terminal that has a cycle.
+    Grammars generated one after another (a JSON Schema each) share most
+    terminals, and reading a pattern with Python's parser, building automata
+    and the cycle check were most of a new grammar's slice work."""
+    got = _TERMINAL_SLICES.get(pattern)
+    if got is not None:
+        return got
+    dfa = get_dfa() if _has_cycle(class_table) else None
+    if dfa is None or dfa.has_follow_restrictions:
+        got = (None, ())
+    else:
+        runs = []
+        for ranges, hi in _repeat_classes(pattern):
+            cls = _class_regex(ranges)
+            bounds = [k for k in BOUNDED_RUNS if hi is None or k < hi]
+            if hi is not None and hi > 1:
+                bounds.append(hi)
+            variants = ["+"] if hi is None else []
+            variants += [f"{{1,{k}}}" for k in bounds]
+            for suffix in variants:
+                try:
+                    d = _rx.compile_regex(cls + suffix, name=f"run{suffix}", max_states=4096)
+                except GrammarError:
+                    continue
+                runs.append(((ranges, hi), suffix, Slice(f"run{suffix}", _prefix_dfa(d))))
+        got = (Slice("P", _prefix_dfa(dfa)), tuple(runs))
+    _memo_put(_TERMINAL_SLICES, pattern, got, _TERMINAL_SLICES_SIZE)
+    return got
 
 
 def _first_byte_only(dfa, allowed):
@@ -421,10 +473,7 @@ def choose(candidates, trie, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS
     # an upper bound per candidate from the tokens' first bytes alone: most run
     # candidates (digits, one punctuation class) cannot reach the threshold, and
     # skipping them changes nothing but the time (the bound is never below the count)
-    offsets, _words, bits = trie.first_byte_sets()
-    ones = np.unpackbits(bits.view(np.uint8), bitorder="little").reshape(-1, 32).sum(axis=1)
-    csum = np.r_[0, np.cumsum(ones)]
-    first_count = csum[offsets[1:]] - csum[offsets[:-1]]     # trie tokens per first byte
+    first_count = trie.first_byte_counts()     # trie tokens per first byte
     scored = []
     for i, s in enumerate(candidates):
         if int(first_count[s.dfa.trans[0] >= 0].sum()) < threshold:

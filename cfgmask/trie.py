@@ -84,7 +84,7 @@ class TokTrie:
 
     __slots__ = ("node_byte", "node_depth", "node_token", "node_subtree_end", "node_first_child",
                  "token_same_next", "token_node", "n_nodes", "max_depth", "vocab_size",
-                 "n_trie_tokens", "_first_byte_sets", "_levels")
+                 "n_trie_tokens", "_first_byte_sets", "_first_byte_counts", "_levels")
 
     def __init__(self, node_byte, node_depth, node_token, node_subtree_end, token_same_next,
                  token_node, node_first_child=None, _owned=False):
@@ -113,6 +113,7 @@ class TokTrie:
         if len(self.node_first_child) != n:
             raise ConfigurationError("TokTrie arrays have inconsistent lengths")
         self._first_byte_sets = None
+        self._first_byte_counts = None
         self._levels = None
 
     def levels(self):
@@ -160,6 +161,18 @@ class TokTrie:
             offsets = np.searchsorted(ukey // n_words, np.arange(257), side="left").astype(np.int64)
             self._first_byte_sets = (offsets, (ukey % n_words).astype(np.int32), bits.astype(np.uint32))
         return self._first_byte_sets
+
+    def first_byte_counts(self):
+        """int64[256]: how many of the trie's tokens start with each byte (computed
+        once per trie, from :meth:`first_byte_sets`)."""
+        if self._first_byte_counts is None:
+            offsets, _words, bits = self.first_byte_sets()
+            ones = np.unpackbits(bits.view(np.uint8), bitorder="little").reshape(-1, 32).sum(axis=1)
+            csum = np.r_[0, np.cumsum(ones)]
+            counts = (csum[offsets[1:]] - csum[offsets[:-1]]).astype(np.int64)
+            counts.flags.writeable = False
+            self._first_byte_counts = counts
+        return self._first_byte_counts
 
     @classmethod
     def from_arrays(cls, arrays):

@@ -21,6 +21,7 @@ import pytest
 
 import cfgmask
 from cfgmask import slices as S
+from cfgmask.lexer import LexerSpec
 from tests import corpora
 from tests import vocabs as V
 
@@ -174,4 +175,7 @@ def test_has_cycle_is_infinite_language(pattern):
         if length >= n and any(dfa.accepting[s] for s in states):
             infinite = True
             break
-    assert S._has_cycle(dfa) == infinite
+    assert S._has_cycle(dfa.trans) == infinite
+    # the same on the terminal's table over a lexer's byte classes (what derive passes)
+    spec = LexerSpec(cfgmask.Grammar.from_lark(f"start: T\nT: /{pattern}/\n"))
+    assert S._has_cycle(spec.class_tables[0]) == infinite
