@@ -652,8 +652,14 @@ _MEMBERSHIP_MEMO_SIZE = 1024
 
 
 def _memo_put(memo, key, value, size):
-    if len(memo) >= size:
-        memo.pop(next(iter(memo)))
+    """Insert into a bounded memo, dropping the oldest entries.  Compiles may run
+    in several threads: another thread may drop the same entry first, which is
+    fine (a memo only saves work)."""
+    while len(memo) >= size:
+        try:
+            memo.pop(next(iter(memo)), None)
+        except (StopIteration, RuntimeError):
+            break
     memo[key] = value
 
 
