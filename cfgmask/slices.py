@@ -101,11 +101,10 @@ class Slice:
         k = ("columns", tail)
         got = self._reps.get(k)
         if got is None:
-            trans = self.tail.trans if tail else self.dfa.trans
-            cols = np.ascontiguousarray(np.asarray(trans, dtype=np.int32).T)   # [256, n_states]
-            alive = (cols >= 0).any(axis=1)
-            _u, col_id = np.unique(cols, axis=0, return_inverse=True)
-            got = self._reps[k] = (alive, col_id.reshape(-1).astype(np.int64))
+            trans = np.asarray(self.tail.trans if tail else self.dfa.trans, dtype=np.int32)
+            alive = (trans >= 0).any(axis=0)
+            col_id = _rx._column_classes(trans)[0]      # the minimiser's column partition
+            got = self._reps[k] = (alive, col_id.astype(np.int64))
         return got
 
     def key(self):
