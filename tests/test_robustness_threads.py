@@ -63,7 +63,16 @@ def _tokenizer():
     return smollm2_tokenizer()
 
 
-def scenario(use_copies, seed=0):
+def _byte_vocab():
+    """128 one-byte tokens and an EOS: a vocabulary small enough that fills and
+    consumes keep the GIL (``SMALL_FILL_WORDS`` in _matcher.pyx), so a waiting
+    thread must let the GIL go (the GIL-aware locks of _sync.h) or deadlock."""
+    from cfgmask import Vocabulary
+
+    return Vocabulary([bytes([i]) for i in range(128)] + [None], eos_token_ids=[128])
+
+
+def scenario(use_copies, seed=0, vocab_kind="smollm2"):
     """Run the threads; returns a dict of counts (see the module docstring)."""
     import random
     import threading
@@ -73,10 +82,14 @@ def scenario(use_copies, seed=0):
     import cfgmask
     from cfgmask import CfgmaskError, Grammar, Vocabulary
 
-    tok = _tokenizer()
-    vocab = Vocabulary.from_hf(tok)
-    eos = tok.eos_token_id
-    docs = [tok.encode(d, add_special_tokens=False) for d in DOCS]
+    if vocab_kind == "bytes":
+        vocab, eos = _byte_vocab(), 128
+        docs = [list(d.encode()) for d in DOCS]
+    else:
+        tok = _tokenizer()
+        vocab = Vocabulary.from_hf(tok)
+        eos = tok.eos_token_id
+        docs = [tok.encode(d, add_special_tokens=False) for d in DOCS]
     serial_c = cfgmask.compile(Grammar.builtin("sql"), vocab)
     W = serial_c.bitmask_words
     serial, accepting, boundary = [], [], []
@@ -189,12 +202,12 @@ def scenario(use_copies, seed=0):
     return out
 
 
-def rounds(use_copies, n_rounds):
+def rounds(use_copies, n_rounds, vocab_kind="smollm2"):
     """Run :func:`scenario` up to ``n_rounds`` times (cold caches each time), stopping at the
     first round with an inconsistent copy or read; returns the summed counts."""
     total = {}
     for r in range(n_rounds):
-        res = scenario(use_copies, seed=r)
+        res = scenario(use_copies, seed=r, vocab_kind=vocab_kind)
         for k, v in res.items():
             total[k] = total.get(k, 0) + v if isinstance(v, int) else total.get(k, []) + v
         total["rounds"] = r + 1
@@ -203,10 +216,10 @@ def rounds(use_copies, n_rounds):
     return total
 
 
-def _run(use_copies, n_rounds):
+def _run(use_copies, n_rounds, vocab_kind="smollm2"):
     code = ("import json, sys; sys.path.insert(0, %r)\n"
             "from tests.test_robustness_threads import rounds\n"
-            "print('RESULT', json.dumps(rounds(%r, %d)))\n") % (ROOT, use_copies, n_rounds)
+            "print('RESULT', json.dumps(rounds(%r, %d, %r)))\n") % (ROOT, use_copies, n_rounds, vocab_kind)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=600)
@@ -220,10 +233,11 @@ def _run(use_copies, n_rounds):
 _RESULT = {}
 
 
-def result(use_copies, n_rounds):
-    if use_copies not in _RESULT:
-        _RESULT[use_copies] = _run(use_copies, n_rounds)
-    return _RESULT[use_copies]
+def result(use_copies, n_rounds, vocab_kind="smollm2"):
+    key = (use_copies, vocab_kind)
+    if key not in _RESULT:
+        _RESULT[key] = _run(use_copies, n_rounds, vocab_kind)
+    return _RESULT[key]
 
 
 def test_concurrent_replays_match_serial_replay():
@@ -240,4 +254,16 @@ def test_concurrent_copies_and_reads_are_consistent():
     assert not res["replay_errors"], res["replay_errors"]
     assert res["replay_bad"] == 0, res["examples"]
     assert res["copies"] + res["copy_refused"] > 50
+    assert res["copy_bad"] == 0 and res["prefix_bad"] == 0 and res["copy_mask_bad"] == 0, res
+
+
+def test_concurrent_replays_with_the_gil_held():
+    # A byte vocabulary fills and consumes with the GIL held; cold cache builds
+    # and the readers' copies then contend for the grammar's and the matchers'
+    # locks while holding the GIL.  A lock that blocked without letting the GIL
+    # go would hang here (the subprocess times out); a wrong mask or copy fails.
+    res = result(True, 1, "bytes")
+    assert not res["replay_errors"], res["replay_errors"]
+    assert res["replay_bad"] == 0, res["examples"]
+    assert res["copies"] + res["copy_refused"] > 50, "the readers hardly ran: the test lost its teeth"
     assert res["copy_bad"] == 0 and res["prefix_bad"] == 0 and res["copy_mask_bad"] == 0, res

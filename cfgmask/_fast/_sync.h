@@ -8,6 +8,7 @@
  */
 #ifndef CFGMASK_SYNC_H
 #define CFGMASK_SYNC_H
+#include <Python.h>
 #include <stdint.h>
 #include <pthread.h>
 #include <sched.h>
@@ -51,7 +52,23 @@ static inline int cfg_rmutex_init(cfg_rmutex *r) {
     pthread_mutexattr_destroy(&a);
     return rc ? -1 : 0;
 }
-static inline void cfg_rmutex_lock(cfg_rmutex *r) { pthread_mutex_lock(&r->m); }
+/* GIL-aware: small fills and consumes run with the GIL held (a release and
+ * re-acquire per call costs more than the work, and two threads then hand the
+ * GIL back and forth).  A thread that holds the GIL must not block on a mutex
+ * whose owner may need the GIL to finish (a cache build raising an error, a
+ * nogil fill on another thread calling back into Python), so it lets the GIL
+ * go while it waits.  Threads without a Python thread state (OpenMP workers)
+ * simply block. */
+static inline void cfg_rmutex_lock(cfg_rmutex *r) {
+    if (pthread_mutex_trylock(&r->m) == 0) return;
+    if (PyGILState_Check()) {
+        PyThreadState *ts = PyEval_SaveThread();
+        pthread_mutex_lock(&r->m);
+        PyEval_RestoreThread(ts);
+    } else {
+        pthread_mutex_lock(&r->m);
+    }
+}
 static inline void cfg_rmutex_unlock(cfg_rmutex *r) { pthread_mutex_unlock(&r->m); }
 static inline void cfg_rmutex_destroy(cfg_rmutex *r) { pthread_mutex_destroy(&r->m); }
 static inline void cfg_yield(void) { sched_yield(); }
