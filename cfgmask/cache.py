@@ -102,12 +102,13 @@ def key_digest(key):
     return hashlib.sha256(_canonical(key).encode()).hexdigest()
 
 
-def entry_path(kind, key):
-    """Where the entry for ``(kind, key)`` lives, or ``None`` when disabled."""
+def entry_path(kind, key, digest=None):
+    """Where the entry for ``(kind, key)`` lives, or ``None`` when disabled
+    (``digest``: ``key_digest(key)``, when the caller has it already)."""
     d = cache_dir()
     if d is None:
         return None
-    return d / kind / f"{key_digest(key)[:40]}.cfgm"
+    return d / kind / f"{(digest or key_digest(key))[:40]}.cfgm"
 
 
 # Artefacts that took less than this to build stay in memory only: reading a
@@ -150,13 +151,13 @@ def _aligned(n):
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
-def store(kind, key, meta, arrays):
+def store(kind, key, meta, arrays, digest=None):
     """Write one entry; returns True on success (False: disabled or an OS error).
 
     ``meta`` is a JSON-able dict, ``arrays`` a dict of name -> numpy array
-    (numeric dtypes; written C-contiguous).
+    (numeric dtypes; written C-contiguous); ``digest`` as for :func:`entry_path`.
     """
-    path = entry_path(kind, key)
+    path = entry_path(kind, key, digest)
     if path is None:
         return False
     table = []
@@ -205,10 +206,11 @@ def store(kind, key, meta, arrays):
     return True
 
 
-def load(kind, key):
+def load(kind, key, digest=None):
     """``(meta, arrays)`` of a valid entry, or ``None`` (missing, disabled, or failing
-    any check; see the module docstring).  Arrays are read-only."""
-    path = entry_path(kind, key)
+    any check; see the module docstring).  Arrays are read-only.  ``digest`` as
+    for :func:`entry_path`."""
+    path = entry_path(kind, key, digest)
     if path is None:
         return None
     try:

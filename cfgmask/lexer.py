@@ -29,21 +29,24 @@ The per-terminal tables (:class:`LexerTables`) depend only on the terminal
 patterns and the state limit, so :func:`lexer_tables` keeps them in memory
 (the last 32 sets) and in the disk cache (``cfgmask.cache``, key: the
 patterns, the limit, the Python and Unicode versions and a hash of this
-module's and ``regex.py``'s source).  A hit skips regex compilation; what it
+module's and ``regex.py``'s source); tables that are cheaper to build than to
+read back stay in memory only.  A hit skips regex compilation; what it
 returns is exactly what a build returns (tests/test_cache.py).  Failures are
 never cached.
 """
 
+import bisect
 import collections
 import sys
 import threading
+import time
 import unicodedata
 
 import numpy as np
 
 from . import cache
 from .errors import GrammarError
-from .regex import ByteDFA, byte_classes, compile_regex
+from .regex import ByteDFA, build_cost, byte_classes, compile_regex
 
 DEFAULT_MAX_TERMINAL_STATES = 20000
 
@@ -78,7 +81,7 @@ class LexerSpec:
         self.class_of_byte = tab.class_of_byte
         self.n_classes = tab.n_classes
         self.class_tables = tab.class_tables
-        self.accepting = [a.tolist() for a in tab.accepting]
+        self._accepting = None
         # Trailing lookahead (?!C) / (?=C): per terminal and accepting state, the byte
         # classes after which a lexeme may not end there (class n_classes = end of input).
         self.eos_class = self.n_classes
@@ -89,6 +92,21 @@ class LexerSpec:
         for t, ign in enumerate(grammar.terminal_is_ignore):
             if ign:
                 self.ignore_mask |= 1 << t
+
+    @property
+    def accepting(self):
+        if self._accepting is None:
+            self._accepting = [a.tolist() for a in self._tab.accepting]
+        return self._accepting
+
+    def flat_tables(self):
+        """What the runtime's ``LazyDFA`` reads, all terminals back to back:
+        ``(trans int32 [states, classes], accepting uint8 [states], offsets (list,
+        T + 1), forb int32 [states] (row of ``forb_bits`` or -1), forb_bits uint64)``;
+        a row of ``forb_bits`` is ``(n_classes + 1 + 63) // 64`` words, bit
+        ``n_classes`` meaning the end of input."""
+        tab = self._tab
+        return tab.trans, tab.accepting_flat, tab.offsets, tab.forb, tab.forb_bits
 
     def n_states(self, t):
         return int(self.class_tables[t].shape[0])
@@ -123,39 +141,61 @@ class LexerTables:
         self.arrays = arrays
         self.source = source
         self.class_of_byte = np.ascontiguousarray(arrays["class_of_byte"], dtype=np.uint8)
-        self.n_classes = int(arrays["trans"].shape[1])
+        self.n_classes = nc = int(arrays["trans"].shape[1])
         off = arrays["offsets"].tolist()
         self.offsets = off
-        trans, acc = arrays["trans"], arrays["accepting"].astype(bool)
+        self.trans = trans = np.ascontiguousarray(arrays["trans"], dtype=np.int32)
+        self.accepting_flat = acc = np.ascontiguousarray(arrays["accepting"], dtype=np.uint8)
+        acc_bool = acc.view(np.bool_)
         self.class_tables = [trans[off[t]:off[t + 1]] for t in range(len(off) - 1)]
-        self.accepting = [acc[off[t]:off[t + 1]] for t in range(len(off) - 1)]
-        ff_off = arrays["ff_offsets"].tolist()
-        ff_bytes = arrays["ff_bytes"].tobytes()
-        eos = arrays["eos_forbidden"].tolist()
-        cls = self.class_of_byte.tolist()
-        self.follow = []            # per terminal: [forbidden bytes or None per state]
-        self.follow_at_eos = []     # per terminal: [bool per state]
-        self.end_forbidden = []     # per terminal: {accepting state: frozenset of classes}
-        for t in range(len(off) - 1):
-            forb, at_eos, ends = [], [], {}
-            for s in range(off[t], off[t + 1]):
-                fb = ff_bytes[ff_off[s]:ff_off[s + 1]] or None
-                forb.append(fb)
-                at_eos.append(bool(eos[s]))
-                classes = {cls[b] for b in fb} if fb else set()
+        self.accepting = [acc_bool[off[t]:off[t + 1]] for t in range(len(off) - 1)]
+        self._follow = {}           # terminal -> (forbidden bytes or None, at end of input) per state
+        # Only accepting states with a trailing lookahead need a Python look (none in
+        # most grammars): a loop over every state cost more than the rest of this.
+        ff_off = arrays["ff_offsets"]
+        eos = arrays["eos_forbidden"]
+        n_states = len(acc)
+        restricted = np.flatnonzero(((ff_off[1:] > ff_off[:-1]) | (eos != 0)) & (acc != 0)).tolist()
+        self.end_forbidden = [{} for _ in range(len(off) - 1)]   # {accepting state: frozenset of classes}
+        # the same for the runtime: a row of forb_bits per restricted state (-1: none);
+        # a row holds n_classes + 1 bits, the last one for the end of input
+        fw = (nc + 1 + 63) // 64
+        self.forb = np.full(max(1, n_states), -1, dtype=np.int32)
+        self.forb_bits = np.zeros(max(1, len(restricted) * fw), dtype=np.uint64)
+        if restricted:
+            ff_bytes = arrays["ff_bytes"].tobytes()
+            cls = self.class_of_byte.tolist()
+            ff_o = ff_off.tolist()
+            words = self.forb_bits.tolist()
+            for row, s in enumerate(restricted):
+                classes = {cls[b] for b in ff_bytes[ff_o[s]:ff_o[s + 1]]}
                 if eos[s]:
-                    classes.add(self.n_classes)
-                if classes and acc[s]:
-                    ends[s - off[t]] = frozenset(classes)
-            self.follow.append(forb)
-            self.follow_at_eos.append(at_eos)
-            self.end_forbidden.append(ends)
+                    classes.add(nc)
+                t = bisect.bisect_right(off, s) - 1
+                self.end_forbidden[t][s - off[t]] = frozenset(classes)
+                self.forb[s] = row
+                for c in classes:
+                    words[row * fw + (c >> 6)] |= 1 << (c & 63)
+            self.forb_bits = np.array(words, dtype=np.uint64)
+
+    def follow(self, t):
+        """Terminal ``t``'s ``(follow_forbidden, follow_forbidden_at_eos)`` lists (see ByteDFA)."""
+        got = self._follow.get(t)
+        if got is None:
+            a = self.arrays
+            lo, hi = self.offsets[t], self.offsets[t + 1]
+            ff_o = a["ff_offsets"][lo:hi + 1].tolist()
+            ff_bytes = a["ff_bytes"].tobytes()
+            got = self._follow[t] = ([ff_bytes[ff_o[i]:ff_o[i + 1]] or None for i in range(hi - lo)],
+                                     [bool(e) for e in a["eos_forbidden"][lo:hi].tolist()])
+        return got
 
     def dfa(self, t, name, pattern):
         """Terminal ``t``'s :class:`~cfgmask.regex.ByteDFA` (256 columns)."""
+        forb, at_eos = self.follow(t)
         return ByteDFA(self.class_tables[t][:, self.class_of_byte], self.accepting[t],
-                       pattern=pattern, name=name, follow_forbidden=self.follow[t],
-                       follow_forbidden_at_eos=self.follow_at_eos[t])
+                       pattern=pattern, name=name, follow_forbidden=forb,
+                       follow_forbidden_at_eos=at_eos)
 
 
 _memory = collections.OrderedDict()
@@ -177,7 +217,9 @@ def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progre
     and progress).
 
     Looked up in memory (the last few grammars), then in the disk cache; built
-    with :func:`~cfgmask.regex.compile_regex` on a miss and stored.  Failures
+    with :func:`~cfgmask.regex.compile_regex` on a miss, and stored on disk when
+    a fresh process would take longer than ``cache.PERSIST_ABOVE_S`` to build
+    them.  Failures
     (:class:`~cfgmask.errors.GrammarError`) are never cached, so a bad grammar
     raises the same error every time.
     """
@@ -188,12 +230,19 @@ def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progre
         if arrays is not None:
             _memory.move_to_end(digest)
             return LexerTables(arrays, "memory")
-    got = cache.load("lexer", key)
+    got = cache.load("lexer", key, digest)
     if got is not None:
         arrays, source = got[1], "disk"
     else:
+        # what a fresh process would pay: this build plus the automata it found
+        # memoised (those handed over by a grammar's own builder cost nothing here:
+        # that builder runs again anyway).  A JSON Schema grammar's tables take a
+        # fraction of a millisecond: writing them would cost more than it saves.
+        cost = sum(build_cost(p) for p in patterns)
+        t0 = time.perf_counter()
         arrays, source = _build_tables(names, patterns, max_states, progress), "built"
-        cache.store("lexer", key, {"n_terminals": len(patterns)}, arrays)
+        if time.perf_counter() - t0 + cost > cache.PERSIST_ABOVE_S:
+            cache.store("lexer", key, {"n_terminals": len(patterns)}, arrays, digest)
     with _memory_lock:
         _memory[digest] = arrays
         while len(_memory) > _MEMORY_CACHE_SIZE:

@@ -76,6 +76,7 @@ automata larger than ``max_states``.
 from bisect import bisect_left
 from functools import lru_cache
 import re
+import time
 
 import numpy as np
 
@@ -1043,6 +1044,15 @@ def _renumber_bfs(trans, accepting, follow):
 _DFA_MEMO = {}          # pattern -> ByteDFA (insertion order = age; oldest evicted)
 _DFA_MEMO_SIZE = 4096
 _DFA_PINNED = {}        # pattern -> [ByteDFA, owners]: automata compile_regex cannot build itself
+_BUILD_S = {}           # pattern -> seconds compile_regex took to build its memoised automaton
+
+
+def build_cost(pattern: str) -> float:
+    """Seconds :func:`compile_regex` spent building the memoised automaton of
+    ``pattern``; 0.0 when it did not build it (not met yet, evicted, or handed
+    over by :func:`remember_dfa`, whose caller builds it again in any process).
+    The lexer's disk cache uses it to tell what a fresh process would pay."""
+    return _BUILD_S.get(pattern, 0.0)
 
 
 def remember_dfa(pattern: str, dfa: ByteDFA, owner=None) -> None:
@@ -1076,10 +1086,16 @@ def _unpin_dfa(pattern):
             del _DFA_PINNED[pattern]
 
 
-def _memo_put(pattern, dfa):
+def _memo_put(pattern, dfa, build_s=None):
     if len(_DFA_MEMO) >= _DFA_MEMO_SIZE:
-        del _DFA_MEMO[next(iter(_DFA_MEMO))]
+        old = next(iter(_DFA_MEMO))
+        del _DFA_MEMO[old]
+        _BUILD_S.pop(old, None)
     _DFA_MEMO[pattern] = dfa
+    if build_s is None:
+        _BUILD_S.pop(pattern, None)
+    else:
+        _BUILD_S[pattern] = build_s
 
 
 def _memo_get(pattern, name, max_states):
@@ -1109,10 +1125,11 @@ def compile_regex(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_S
     cached = _memo_get(pattern, name, max_states)
     if cached is not None:
         return cached
+    t0 = time.perf_counter()
     dfa = _compile_regex(pattern, name, max_states)
     dfa.trans.flags.writeable = False      # shared between grammars from now on
     dfa.accepting.flags.writeable = False
-    _memo_put(pattern, dfa)
+    _memo_put(pattern, dfa, time.perf_counter() - t0)
     return dfa
 
 

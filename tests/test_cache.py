@@ -21,11 +21,15 @@ from cfgmask.vocab import Vocabulary
 
 @pytest.fixture
 def cdir(tmp_path, monkeypatch):
-    """A fresh, empty cache directory for one test (and an empty in-memory lexer cache)."""
+    """A fresh, empty cache directory for one test (and an empty in-memory lexer cache).
+
+    Everything is persisted, however cheap: these tests are about the files
+    (``test_cheap_lexer_tables_stay_in_memory`` checks the threshold)."""
     d = tmp_path / "cache"
     monkeypatch.setenv("CFGMASK_CACHE_DIR", str(d))
     monkeypatch.delenv("CFGMASK_CACHE", raising=False)
     monkeypatch.setattr(lexer, "_memory", type(lexer._memory)())
+    monkeypatch.setattr(cache, "PERSIST_ABOVE_S", 0.0)
     return d
 
 
@@ -300,6 +304,20 @@ def test_lookahead_terminals_round_trip(cdir, monkeypatch):
     built = _spec_arrays(lexer.LexerSpec(g))
     monkeypatch.setattr(lexer, "_memory", type(lexer._memory)())
     assert _spec_arrays(lexer.LexerSpec(g)) == built
+
+
+def test_cheap_lexer_tables_stay_in_memory(cdir, monkeypatch):
+    from cfgmask import regex
+    monkeypatch.setattr(cache, "PERSIST_ABOVE_S", 3600.0)
+    g = Grammar.from_lark('start: A B\nA: /q[a-z]{1,7}z/\nB: "!"\n')
+    assert lexer.LexerSpec(g).source == "built" and not _files(cdir, "lexer")
+    # what a fresh process would pay counts the automata found memoised
+    assert regex.build_cost("q[a-z]{1,7}z") > 0
+    monkeypatch.setattr(cache, "PERSIST_ABOVE_S", regex.build_cost("q[a-z]{1,7}z") / 2)
+    monkeypatch.setattr(lexer, "_memory", type(lexer._memory)())
+    assert lexer.LexerSpec(g).source == "built" and _files(cdir, "lexer")
+    monkeypatch.setattr(lexer, "_memory", type(lexer._memory)())
+    assert lexer.LexerSpec(g).source == "disk"
 
 
 def test_lexer_errors_are_not_cached(cdir):

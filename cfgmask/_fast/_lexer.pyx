@@ -84,42 +84,38 @@ cdef class LazyDFA:
         self.c.n_classes = nc
         self.c.n_words = nw
         self.c.max_states = max_states
+        cdef const uint8_t[::1] v_cls = np.ascontiguousarray(spec.class_of_byte, dtype=np.uint8)
         for b in range(256):
-            self.c.class_of[b] = <uint8_t>int(spec.class_of_byte[b])
-        # terminal tables: keep numpy arrays alive, store raw pointers
+            self.c.class_of[b] = v_cls[b]
+        # terminal tables: one flat array each for all terminals (a few numpy calls
+        # per grammar, not per terminal); keep them alive, store raw pointers
         self.fw = (nc + 1 + 63) // 64
-        trans_arrs, acc_arrs, forb_arrs, forb_rows = [], [], [], []
-        for t in range(T):
-            tab = np.ascontiguousarray(spec.class_tables[t], dtype=np.int32).reshape(-1)
-            acc = np.ascontiguousarray(spec.accepting[t], dtype=np.uint8)
-            forb = np.full(acc.shape[0], -1, dtype=np.int32)
-            for st, classes in spec.end_forbidden[t].items():
-                row = np.zeros(self.fw, dtype=np.uint64)
-                for cls in classes:
-                    row[cls >> 6] |= np.uint64(1) << np.uint64(cls & 63)
-                forb[st] = len(forb_rows)
-                forb_rows.append(row)
-            trans_arrs.append(tab)
-            acc_arrs.append(acc)
-            forb_arrs.append(forb)
-        forb_bits = (np.concatenate(forb_rows) if forb_rows else np.zeros(1, dtype=np.uint64))
-        self._keep = (trans_arrs, acc_arrs, forb_arrs, forb_bits)
+        trans, acc, offsets, forb, forb_bits = spec.flat_tables()
+        trans = np.ascontiguousarray(trans, dtype=np.int32)
+        acc = np.ascontiguousarray(acc, dtype=np.uint8)
+        forb = np.ascontiguousarray(forb, dtype=np.int32)
+        forb_bits = np.ascontiguousarray(forb_bits, dtype=np.uint64)
+        if trans.size == 0:
+            trans = np.zeros((1, max(1, nc)), dtype=np.int32)
+        if acc.size == 0:
+            acc = np.zeros(1, dtype=np.uint8)
+        self._keep = (trans, acc, forb, forb_bits)
         self.term_trans = <const int32_t**>malloc(sizeof(int32_t*) * max(1, T))
         self.term_acc = <const uint8_t**>malloc(sizeof(uint8_t*) * max(1, T))
         self.term_forb = <const int32_t**>malloc(sizeof(int32_t*) * max(1, T))
         if self.term_trans == NULL or self.term_acc == NULL or self.term_forb == NULL:
             raise MemoryError()
-        cdef const int32_t[::1] v_i32
-        cdef const uint8_t[::1] v_u8
-        cdef const uint64_t[::1] v_u64
+        cdef const int32_t[:, ::1] v_trans = trans
+        cdef const uint8_t[::1] v_acc = acc
+        cdef const int32_t[::1] v_forb = forb
+        cdef const uint64_t[::1] v_u64 = forb_bits
+        cdef int64_t lo, hi
         for t in range(T):
-            v_i32 = trans_arrs[t]
-            self.term_trans[t] = &v_i32[0] if trans_arrs[t].size else NULL
-            v_u8 = acc_arrs[t]
-            self.term_acc[t] = &v_u8[0]
-            v_i32 = forb_arrs[t]
-            self.term_forb[t] = &v_i32[0]
-        v_u64 = forb_bits
+            lo = offsets[t]
+            hi = offsets[t + 1]
+            self.term_trans[t] = &v_trans[lo, 0] if hi > lo else NULL
+            self.term_acc[t] = &v_acc[lo] if hi > lo else &v_acc[0]
+            self.term_forb[t] = &v_forb[lo] if hi > lo else &v_forb[0]
         self.forb_bits = &v_u64[0]
         # per-state tables, sized once
         self.c.trans = <int32_t*>cfg_zalloc(<size_t>max_states * nc * sizeof(int32_t))
