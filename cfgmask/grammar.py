@@ -34,6 +34,12 @@ START_SYMBOL_NAME = "$start"
 # A comment Lark and llguidance both ignore; see docs/architecture.md "Word boundary".
 _WORD_BOUNDARY_PRAGMA = re.compile(r"^[ \t]*//[ \t]*%cfgmask[ \t]+word_boundary[ \t]+(\S+)[ \t]*$", re.M)
 
+# `// %cfgmask not_before CLASS NAME...`: the named terminals' lexemes may not end
+# right before a byte of CLASS (a trailing (?!CLASS) that only cfgmask adds, so
+# the text stays in the regex subset Lark and llguidance share).
+_NOT_BEFORE_PRAGMA = re.compile(
+    r"^[ \t]*//[ \t]*%cfgmask[ \t]+not_before[ \t]+(\S+)((?:[ \t]+\w+)+)[ \t]*$", re.M)
+
 _BUILTIN_NAMES = ("json", "sql", "javascript")
 
 # Terminals of Lark's common.lark whose regex only means what Lark means under
@@ -63,13 +69,30 @@ def _builtin_dir():
     return Path(__file__).resolve().parent.parent / "grammars"
 
 
-def word_boundary_bytes(byte_class):
+def _apply_not_before(g, text, lark_terminals):
+    """Apply the ``not_before`` pragmas of ``text`` to ``g``'s terminal patterns.
+
+    A name that Lark does not know is an error; a terminal that normalisation
+    dropped (unreachable from ``start``) is skipped."""
+    for m in _NOT_BEFORE_PRAGMA.finditer(text):
+        byte_class = m.group(1)
+        word_boundary_bytes(byte_class, "not_before")  # validates the class (GrammarError)
+        for name in m.group(2).split():
+            if name not in lark_terminals:
+                raise GrammarError(f"not_before pragma: no terminal named {name}", where=name,
+                                   construct="pragma")
+            if name in g.terminal_names:
+                i = g.terminal_names.index(name)
+                g.terminal_patterns[i] = f"(?:{g.terminal_patterns[i]})(?!{byte_class})"
+
+
+def word_boundary_bytes(byte_class, pragma="word_boundary"):
     """Bytes ``b`` with ``re.fullmatch(byte_class, chr(b))`` (``\\x80-\\xff`` means those bytes)."""
     try:
         rx = re.compile(byte_class)
     except re.error as e:
-        raise GrammarError(f"word_boundary: {byte_class!r} is not a valid regex class ({e})",
-                           where="word_boundary", construct="pragma") from None
+        raise GrammarError(f"{pragma}: {byte_class!r} is not a valid regex class ({e})",
+                           where=pragma, construct="pragma") from None
     return bytes(b for b in range(256) if rx.fullmatch(chr(b)))
 
 
@@ -186,6 +209,7 @@ class Grammar:
             word_boundary = m.group(1) if m else ""
         wb = word_boundary_bytes(word_boundary) if word_boundary else b""
         g = _normalise(parser, start, wb, source)
+        _apply_not_before(g, text, {t.name for t in parser.terminals})
         grammar_cache.store(key, g, used_files)
         return g
 

@@ -149,6 +149,35 @@ def test_word_boundary_pragma():
     assert accepts(g2, "selectx")  # plain greedy lexing splits it
 
 
+def _byte_matcher(grammar):
+    vocab = cfgmask.Vocabulary([bytes([i]) for i in range(128)] + [None], eos_token_ids=[128])
+    return cfgmask.compile(grammar, vocab).matcher()
+
+
+def test_not_before_pragma():
+    # "-" may not end before "-": "a--b" cannot be read as "a - -b" (JavaScript's
+    # tokenizer takes "--"), while "a - -b" and "a-b" still can.
+    text = ('// %cfgmask not_before [-] MINUS\n'
+            'start: NAME (op NAME)*\nop: MINUS | MINUS MINUS | "+"\nNAME: /[a-z]+/\nMINUS: "-"\n%ignore " "\n')
+    g = cfgmask.Grammar.from_lark(text)
+    for doc, ok in ((b"a - -b", True), (b"a-b", True), (b"a--b", False), (b"a- -b", True)):
+        m = _byte_matcher(g)
+        assert (m.consume_bytes(doc) == len(doc) and m.is_accepting()) == ok, doc
+    # without the pragma Lark's language is unchanged: the contextual lexer splits "--"
+    m = _byte_matcher(cfgmask.Grammar.from_lark(text.split("\n", 1)[1]))
+    assert m.consume_bytes(b"a--b") == 4 and m.is_accepting()
+
+
+@pytest.mark.parametrize("pragma,where", [
+    ("// %cfgmask not_before [-] NOPE", "NOPE"),
+    ("// %cfgmask not_before [- MINUS", "not_before"),
+])
+def test_not_before_pragma_errors(pragma, where):
+    with pytest.raises(cfgmask.GrammarError) as e:
+        cfgmask.Grammar.from_lark(pragma + '\nstart: MINUS\nMINUS: "-"\n')
+    assert where in str(e.value)
+
+
 def test_lark_grammar_of_lark_compiles():
     """Lark's own grammar: single-character lookahead (OP, REGEXP) and the
     ESCAPED_STRING idiom compile exactly."""
