@@ -74,7 +74,8 @@ class LexerSpec:
     def __init__(self, grammar, max_states=DEFAULT_MAX_TERMINAL_STATES, progress=None):
         self.grammar = grammar
         self.terminal_names = list(grammar.terminal_names)
-        tab = lexer_tables(grammar.terminal_names, grammar.terminal_patterns, max_states, progress)
+        tab = lexer_tables(grammar.terminal_names, grammar.terminal_patterns, max_states, progress,
+                           prebuilt=getattr(grammar, "terminal_automata_prebuilt", False))
         self.source = tab.source
         self.n_terminals = len(self.terminal_names)
         self.n_words = max(1, (self.n_terminals + 63) // 64)
@@ -212,9 +213,12 @@ def lexer_tables_key(patterns, max_states):
             "code": cache.code_fingerprint(regex, unicode_tables, sys.modules[__name__])}
 
 
-def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progress=None):
+def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progress=None,
+                 prebuilt=False):
     """The :class:`LexerTables` of the terminals ``patterns`` (``names`` for errors
-    and progress).
+    and progress).  ``prebuilt``: whoever made the patterns built their automata
+    and would build them again in another process (a JSON Schema grammar), so
+    only assembling the tables counts as what the disk cache would save.
 
     Looked up in memory (the last few grammars), then in the disk cache; built
     with :func:`~cfgmask.regex.compile_regex` on a miss, and stored on disk when
@@ -238,7 +242,7 @@ def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progre
         # memoised (those handed over by a grammar's own builder cost nothing here:
         # that builder runs again anyway).  A JSON Schema grammar's tables take a
         # fraction of a millisecond: writing them would cost more than it saves.
-        cost = sum(build_cost(p) for p in patterns)
+        cost = 0.0 if prebuilt else sum(build_cost(p) for p in patterns)
         t0 = time.perf_counter()
         arrays, source = _build_tables(names, patterns, max_states, progress), "built"
         if time.perf_counter() - t0 + cost > cache.PERSIST_ABOVE_S:
@@ -264,23 +268,27 @@ def _build_tables(names, patterns, max_states, progress):
         dfas.append(dfa)
     class_of, n_classes = byte_classes(dfas) if dfas else (np.zeros(256, np.uint8), 1)
     class_of = np.ascontiguousarray(class_of, dtype=np.uint8)
-    rep = np.zeros(n_classes, dtype=np.int64)
-    for b in range(255, -1, -1):
-        rep[class_of[b]] = b
+    # classes are numbered by their first byte, so the first bytes are the representatives
+    rep = np.unique(class_of, return_index=True)[1].astype(np.int64)
     offsets = np.zeros(len(dfas) + 1, dtype=np.int32)
     np.cumsum([d.n_states for d in dfas], out=offsets[1:])
     if dfas:
-        trans = np.concatenate([d.trans[:, rep] for d in dfas]).astype(np.int32)
+        trans = np.concatenate([d.trans[:, rep] for d in dfas]).astype(np.int32, copy=False)
         accepting = np.concatenate([d.accepting for d in dfas]).astype(np.uint8)
     else:
         trans = np.zeros((0, n_classes), dtype=np.int32)
         accepting = np.zeros(0, dtype=np.uint8)
-    ff = [f or b"" for d in dfas for f in d.follow_forbidden]
-    ff_offsets = np.zeros(len(ff) + 1, dtype=np.int32)
-    np.cumsum([len(f) for f in ff], out=ff_offsets[1:])
+    n_states = int(offsets[-1])
+    if any(d.has_follow_restrictions for d in dfas):
+        ff = [f or b"" for d in dfas for f in d.follow_forbidden]
+        ff_offsets = np.zeros(len(ff) + 1, dtype=np.int32)
+        np.cumsum([len(f) for f in ff], out=ff_offsets[1:])
+        eos = np.array([e for d in dfas for e in d.follow_forbidden_at_eos], dtype=np.uint8)
+        ff_bytes = np.frombuffer(b"".join(ff), dtype=np.uint8).copy()
+    else:   # no lookahead anywhere: the per-state Python lists above cost more than the rest
+        ff_offsets = np.zeros(n_states + 1, dtype=np.int32)
+        eos = np.zeros(n_states, dtype=np.uint8)
+        ff_bytes = np.zeros(0, dtype=np.uint8)
     return {"class_of_byte": class_of, "trans": np.ascontiguousarray(trans), "offsets": offsets,
-            "accepting": accepting,
-            "eos_forbidden": np.array([e for d in dfas for e in d.follow_forbidden_at_eos],
-                                      dtype=np.uint8),
-            "ff_bytes": np.frombuffer(b"".join(ff), dtype=np.uint8).copy(),
+            "accepting": accepting, "eos_forbidden": eos, "ff_bytes": ff_bytes,
             "ff_offsets": ff_offsets}

@@ -765,6 +765,10 @@ class Builder:
         g = Grammar(terminal_names=names, terminal_patterns=patterns,
                     terminal_is_ignore=[False] * T, nonterminal_names=order_nt,
                     rules=out_rules, start="start", source="json-schema")
+        # every terminal automaton was built (or found memoised) on the way here, and
+        # compiling the schema again in another process builds them again: the lexer
+        # tables are not worth a disk cache entry unless assembling them is slow
+        g.terminal_automata_prebuilt = True
         used = set(patterns)
         for text, dfa in self.pins:
             if text in used:
