@@ -273,20 +273,6 @@ def bounded_string_dfa(lo, hi, quoted=True, canonical=False):
     cached = _lookup(text)
     if cached is not None:
         return cached, text
-    if canonical and not complement and len(values) == 1 and _PLAIN_KEY.fullmatch(values[0]):
-        # one value spelled as its own bytes (most property names): the chain the
-        # general construction below builds, numbered the same, without its tries
-        v = np.frombuffer(values[0].encode("ascii"), dtype=np.uint8)
-        n = len(v)
-        trans = np.full((n + 3, 256), -1, np.int32)
-        trans[0, _QUOTE] = 2
-        trans[np.arange(2, n + 2), v] = np.arange(3, n + 3, dtype=np.int32)
-        trans[n + 2, _QUOTE] = 1
-        accepting = np.zeros(n + 3, bool)
-        accepting[1] = True
-        dfa = ByteDFA(trans, accepting, pattern=text)
-        remember_dfa(text, dfa)
-        return dfa, text
     gtrans, gfinal = json_char_dfa(canonical)
     k = gtrans.shape[0]
     # state ids: 0 = before the opening quote, 1 = after the closing quote,
