@@ -437,19 +437,29 @@ def _filtered_trie(trie, keep_token):
 
 
 def _membership(s, trie, special, V, memo):
-    """Bool [V]: the tokens of slice ``s``, memoised in ``memo`` by the slice's digest
-    (packed bits: 6-16 KB each) so that grammars sharing terminals share the work."""
+    """Bool [V]: the tokens of slice ``s`` (see :func:`_packed_membership`)."""
+    return np.unpackbits(_packed_membership(s, trie, special, V, memo), bitorder="little",
+                         count=V).astype(np.bool_)
+
+
+def _packed_membership(s, trie, special, V, memo):
+    """The tokens of slice ``s`` as packed bits (little bit order, ``ceil(V / 8)``
+    bytes, zero padding), memoised in ``memo`` by the slice's digest (6-16 KB
+    each) so that grammars sharing terminals share the work."""
     k = s.key()
-    if memo is not None and k in memo:
-        return np.unpackbits(memo[k], bitorder="little", count=V).astype(np.bool_)
+    if memo is not None:
+        got = memo.get(k)
+        if got is not None:
+            return got
     m = np.zeros(V, dtype=np.bool_)
     got = trie_membership(s.dfa, trie, special, s.lead)
     m[:min(V, len(got))] = got[:V]
+    packed = np.packbits(m, bitorder="little")
     if memo is not None:
         if len(memo) >= _MEMBERSHIP_MEMO_SIZE:
-            memo.pop(next(iter(memo)))
-        memo[k] = np.packbits(m, bitorder="little")
-    return m
+            memo.pop(next(iter(memo)), None)
+        memo[k] = packed
+    return packed
 
 
 def choose(candidates, trie, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS,
@@ -473,27 +483,29 @@ def choose(candidates, trie, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS
     # candidates (digits, one punctuation class) cannot reach the threshold, and
     # skipping them changes nothing but the time (the bound is never below the count)
     first_count = trie.first_byte_counts()     # trie tokens per first byte
+    # token sets stay packed (8 tokens a byte) until the few kept ones are returned
     scored = []
     for i, s in enumerate(candidates):
         if int(first_count[s.dfa.trans[0] >= 0].sum()) < threshold:
             continue
-        m = _membership(s, trie, special, V, memberships)
-        c = int(m.sum())
+        m = _packed_membership(s, trie, special, V, memberships)
+        c = int(np.bitwise_count(m).sum())
         if c >= threshold:
             kind = 1 if s.lead is not None else (0 if s.name.startswith("P[") else 2)
             scored.append(((kind, c if kind == 2 else -c, i), i, m))
     scored.sort(key=lambda x: x[0])
     chosen, own = [], []
-    taken = np.zeros(V, dtype=np.bool_)
+    taken = np.zeros((V + 7) // 8, dtype=np.uint8)
     for _key, i, m in scored:
         if len(chosen) >= max_slices:
             break
         mine = m & ~taken
-        if mine.sum() < threshold:
+        if int(np.bitwise_count(mine).sum()) < threshold:
             continue
         chosen.append(i)
         own.append(mine)
         taken |= mine
+    own = [np.unpackbits(m, bitorder="little", count=V).astype(np.bool_) for m in own]
     return chosen, own
 
 
@@ -599,11 +611,13 @@ def _terminals_key(grammar):
             "terminals": h.hexdigest()}
 
 
-def derived(grammar, lexer_spec):
+def derived(grammar, lexer_spec, digest=None):
     """:func:`derive`, memoised in memory by the terminals (name, pattern, flags,
-    ``%ignore``) and this module's and the regex module's code."""
+    ``%ignore``) and this module's and the regex module's code (``digest``: the
+    digest of :func:`_terminals_key`, when the caller has it)."""
     from . import cache
-    digest = cache.key_digest(_terminals_key(grammar))
+    if digest is None:
+        digest = cache.key_digest(_terminals_key(grammar))
     hit = _DERIVED.get(digest)
     if hit is None:
         hit = derive(grammar, lexer_spec)
@@ -611,7 +625,7 @@ def derived(grammar, lexer_spec):
     return hit
 
 
-def _candidate_keys(grammar, lexer_spec):
+def _candidate_keys(grammar, lexer_spec, key=None, digest=None):
     """The digests of the grammar's candidate slices, without their automata when
     possible: from memory, then from the disk cache (kind ``slice-candidates``, a
     few KB), else by deriving them.  Deriving reads every pattern with Python's
@@ -619,8 +633,9 @@ def _candidate_keys(grammar, lexer_spec):
     identifier patterns are long); the automata themselves (up to tens of MB for
     those identifiers) are only needed to build a new choice or new tables."""
     from . import cache
-    key = _terminals_key(grammar)
-    digest = cache.key_digest(key)
+    if key is None:
+        key = _terminals_key(grammar)
+        digest = cache.key_digest(key)
     keys = _CANDIDATE_KEYS.get(digest)
     if keys is not None:
         return list(keys)
@@ -628,16 +643,16 @@ def _candidate_keys(grammar, lexer_spec):
     if hit is not None:
         keys = [c.key() for c in hit]
     else:
-        got = cache.load("slice-candidates", key)
+        got = cache.load("slice-candidates", key, digest)
         if got is not None:
             keys = got[0].get("keys")
             if not (isinstance(keys, list) and all(isinstance(k, str) and len(k) == 64 for k in keys)):
                 keys = None
     if keys is None:
         t0 = time.perf_counter()
-        keys = [c.key() for c in derived(grammar, lexer_spec)]
+        keys = [c.key() for c in derived(grammar, lexer_spec, digest)]
         if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
-            cache.store("slice-candidates", key, {"keys": keys}, {})
+            cache.store("slice-candidates", key, {"keys": keys}, {}, digest)
     _memo_put(_CANDIDATE_KEYS, digest, tuple(keys), _CANDIDATE_KEYS_SIZE)
     return list(keys)
 
@@ -683,7 +698,9 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     share and for a forest only when its kept set is new.
     """
     from . import cache
-    keys = _candidate_keys(grammar, lexer_spec)
+    terminals_key = _terminals_key(grammar)
+    terminals_digest = cache.key_digest(terminals_key)
+    keys = _candidate_keys(grammar, lexer_spec, terminals_key, terminals_digest)
     V = prepared.vocab.vocab_size
     trie, special = prepared.trie, prepared.token_special
     base = {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
@@ -695,17 +712,17 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     choices = prepared.__dict__.setdefault("_slice_choices", {})
     chosen, own = choices.get(choice_digest), None
     if chosen is None:
-        got = cache.load("slice-choice", choice_key)
+        got = cache.load("slice-choice", choice_key, choice_digest)
         if got is not None:
             idx = got[0].get("chosen")
             if isinstance(idx, list) and all(isinstance(i, int) and 0 <= i < len(keys) for i in idx):
                 chosen = idx
     if chosen is None:
         t0 = time.perf_counter()
-        chosen, own = choose(derived(grammar, lexer_spec), trie, special, V, memberships=memberships,
-                             **options)
+        chosen, own = choose(derived(grammar, lexer_spec, terminals_digest), trie, special, V,
+                             memberships=memberships, **options)
         if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
-            cache.store("slice-choice", choice_key, {"chosen": chosen}, {})
+            cache.store("slice-choice", choice_key, {"chosen": chosen}, {}, choice_digest)
     _memo_put(choices, choice_digest, chosen, _CHOICE_CACHE_SIZE)
 
     tables_key = dict(base, chosen=[keys[i] for i in chosen])
@@ -715,17 +732,17 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     if hit is not None:
         return hit
     tables = None
-    got = cache.load("slices", tables_key)
+    got = cache.load("slices", tables_key, tables_digest)
     if got is not None:
         tables = _from_arrays(got[0], got[1], [keys[i] for i in chosen])
     if tables is None:
-        candidates = derived(grammar, lexer_spec)
+        candidates = derived(grammar, lexer_spec, terminals_digest)
         slices = [candidates[i] for i in chosen]
         if own is None:
             own = _own_sets(slices, trie, special, V, memberships)
         tables = layout(slices, own, trie, V)
         meta, arrays = _to_arrays(tables)
-        cache.store("slices", tables_key, meta, arrays)
+        cache.store("slices", tables_key, meta, arrays, tables_digest)
     _memo_put(memo, tables_digest, tables, _TABLE_CACHE_SIZE)
     return tables
 
