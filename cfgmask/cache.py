@@ -206,12 +206,32 @@ def store(kind, key, meta, arrays, digest=None):
     return True
 
 
+def _entry_file(kind, key, digest):
+    """:func:`entry_path` as a plain string, without pathlib (a miss is looked up at
+    every compile of a new grammar: pathlib and a raised FileNotFoundError were
+    most of its cost)."""
+    if not enabled():
+        return None
+    env = os.environ
+    d = env.get("CFGMASK_CACHE_DIR")
+    if d:
+        d = os.path.expanduser(d)
+    else:
+        xdg = env.get("XDG_CACHE_HOME")
+        base = os.path.expanduser(xdg) if xdg else os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "cfgmask")
+    return os.path.join(d, kind, f"{(digest or key_digest(key))[:40]}.cfgm")
+
+
 def load(kind, key, digest=None):
     """``(meta, arrays)`` of a valid entry, or ``None`` (missing, disabled, or failing
     any check; see the module docstring).  Arrays are read-only.  ``digest`` as
     for :func:`entry_path`."""
-    path = entry_path(kind, key, digest)
+    path = _entry_file(kind, key, digest)
     if path is None:
+        return None
+    if not os.path.exists(path):   # (still checked by open: it may go in between)
+        _count("misses")
         return None
     try:
         with open(path, "rb") as f:

@@ -112,18 +112,21 @@ def _prediction_tables(rhs, lhs, rstart, nullable, T, N):
     rules_of = [[] for _ in range(N)]
     for r, a in enumerate(lhs.tolist()):
         rules_of[a - T].append(r)
+    # plain lists: indexing numpy arrays one element at a time costs more than the loop
     rhs_l = rhs.tolist()
+    rstart_l = rstart.tolist()
+    nullable_l = nullable.tolist()
     static, first = [], []
     for b in range(N):
         items, nts = [], []
         for r in rules_of[b]:
-            p = int(rstart[r])
+            p = rstart_l[r]
             while True:
                 items.append(p)
                 sym = rhs_l[p]
                 if sym >= T:
                     nts.append(sym - T)
-                if sym < 0 or not nullable[sym]:
+                if sym < 0 or not nullable_l[sym]:
                     break
                 p += 1
         static.append(items)
