@@ -89,7 +89,10 @@ class Slice:
     def renamed(self, name):
         """The same slice under another name (its digest and memos shared)."""
         s = Slice(name, self.dfa, self.lead, self.tail)
-        s._key = self._key
+        # the digest is taken here, on the memoised original, so that every later
+        # copy shares it (a copy's own digest was lost with the copy: each new
+        # grammar hashed its memoised terminals' automata again)
+        s._key = self.key()
         s._reps = self._reps
         return s
 
