@@ -31,18 +31,24 @@ def _sql_syntax_errors(docs):
     return [(msg, q) for q in docs for msg in [_sqlite_error(q)] if _is_syntax_error(msg)]
 
 
-# Documented grammar gap (docs/grammars.md, JavaScript "Automatic semicolon
-# insertion" and "Limits (measured)"), let through by name; any other refusal
-# is a hole: a line break where nothing expects one is white space, so
-# `throw\nx` and `()\n=> 1` are in the grammar's language (only in a document
-# with a line terminator).  (Regex literals balance their groups: no
-# exemption for `/a)/` any more.)
-JS_NEWLINE_GAPS = re.compile(r"Unexpected token '=>'|Illegal newline after throw")
+# Documented grammar gaps (docs/grammars.md, JavaScript "Known gaps"), let
+# through by name; any other refusal is a hole:
+# * a hashbang after white space (`  #!x`): the white space is ignored before
+#   the first token, which may be HASHBANG;
+# * a character-class range out of order in a regex literal (`/[z-a]/`): the
+#   regex terminals do not compare the ends of a range.
+# (Line breaks after `throw` and before `=>`, and regex groups, have no
+# exemption any more.)
+JS_REGEX_RANGE_GAP = re.compile(r"Invalid regular expression: .*: Range out of order in character class")
 
 
 def _known_gap(errs, src):
     msgs = [e.split("SyntaxError: ", 1)[-1].strip() for e in errs]
-    return all(JS_NEWLINE_GAPS.fullmatch(m) for m in msgs) and any(c in src for c in "\n\r\u2028\u2029")
+    if all(JS_REGEX_RANGE_GAP.fullmatch(m) for m in msgs):
+        return True
+    stripped = src.lstrip(" \t\n\r\v\f\u00a0\ufeff\u2028\u2029")
+    return (all(m == "Invalid or unexpected token" for m in msgs)
+            and stripped.startswith("#!") and not src.startswith("#!"))
 
 
 def _js_errors(docs):
