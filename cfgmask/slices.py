@@ -445,6 +445,15 @@ def _membership(s, trie, special, V, memo):
                          count=V).astype(np.bool_)
 
 
+# bits set in each byte value (np.bitwise_count needs numpy >= 2; we allow 1.26)
+_BYTE_POPCOUNT = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
+
+
+def _count_bits(packed):
+    """The number of set bits in a packed uint8 array."""
+    return int(_BYTE_POPCOUNT[packed].sum())
+
+
 def _packed_membership(s, trie, special, V, memo):
     """The tokens of slice ``s`` as packed bits (little bit order, ``ceil(V / 8)``
     bytes, zero padding), memoised in ``memo`` by the slice's digest (6-16 KB
@@ -492,7 +501,7 @@ def choose(candidates, trie, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS
         if int(first_count[s.dfa.trans[0] >= 0].sum()) < threshold:
             continue
         m = _packed_membership(s, trie, special, V, memberships)
-        c = int(np.bitwise_count(m).sum())
+        c = _count_bits(m)
         if c >= threshold:
             kind = 1 if s.lead is not None else (0 if s.name.startswith("P[") else 2)
             scored.append(((kind, c if kind == 2 else -c, i), i, m))
@@ -503,7 +512,7 @@ def choose(candidates, trie, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS
         if len(chosen) >= max_slices:
             break
         mine = m & ~taken
-        if int(np.bitwise_count(mine).sum()) < threshold:
+        if _count_bits(mine) < threshold:
             continue
         chosen.append(i)
         own.append(mine)
