@@ -1684,19 +1684,18 @@ cdef class MatcherCore:
         """Consume token ``tok``; False (state unchanged) if the mask would not allow it."""
         cdef int r
         if self.rt.words <= SMALL_FILL_WORDS:
-            self._lock()                      # GIL kept: see SMALL_FILL_WORDS
-            try:
-                r = self._try_consume(tok)
-            finally:
-                self._unlock()
+            r = self._locked_try_consume(tok)     # GIL kept: see SMALL_FILL_WORDS
         else:
             with nogil:
-                self._lock()
-                try:
-                    r = self._try_consume(tok)
-                finally:
-                    self._unlock()
+                r = self._locked_try_consume(tok)
         return r == 1
+
+    cdef int _locked_try_consume(self, int64_t tok) except -1 nogil:
+        self._lock()
+        try:
+            return self._try_consume(tok)
+        finally:
+            self._unlock()
 
     def consume_bytes(self, const uint8_t[::1] data):
         """Push raw bytes (for byte-level tests); returns how many were accepted."""
