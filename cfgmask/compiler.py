@@ -149,6 +149,7 @@ class CompiledGrammar:
         t1 = time.perf_counter()
         self._dfa = LazyDFA(self.lexer_spec, max_states=limits.max_lexer_states)
         self._cgrammar = CGrammar(grammar, limits.max_items_per_row, limits.max_matcher_bytes)
+        t_parser = time.perf_counter()
         if progress is not None:
             progress("token trie")
         # built (or loaded from the disk cache) once per Vocabulary and shared
@@ -157,16 +158,23 @@ class CompiledGrammar:
         self.prepared.first_byte_sets()   # the runtime copies them; read from the cache if there
         t2 = time.perf_counter()
         p = self.prepared
+        t_slices = time.perf_counter()
         self.slices = None
         if use_slices:
             from . import slices as _slices
             options = use_slices if isinstance(use_slices, dict) else {}
             self.slices = _slices.for_grammar(grammar, self.lexer_spec, p, **options)
+        t_runtime = time.perf_counter()
         self._runtime = Runtime(self._dfa, self._cgrammar, self.trie, p.token_bytes_flat,
                                 p.token_offsets, p.token_special, vocab.vocab_size,
                                 vocab.eos_token_ids, grammar.word_boundary,
                                 self.slices, limits.max_cache_bytes)
-        self.timings = {"automata_s": t1 - t0, "trie_s": t2 - t1, "total_s": time.perf_counter() - t0}
+        t3 = time.perf_counter()
+        # automata: grammar -> terminal automata; tables: lexer and parser tables;
+        # trie: the vocabulary's prepared trie (shared); slices; runtime: the C set-up
+        self.timings = {"automata_s": t1 - t0, "tables_s": t_parser - t1, "trie_s": t2 - t1,
+                        "vocab_s": t_slices - t_parser, "slices_s": t_runtime - t_slices,
+                        "runtime_s": t3 - t_runtime, "total_s": t3 - t0}
 
     @property
     def vocab_size(self):

@@ -179,3 +179,35 @@ def test_has_cycle_is_infinite_language(pattern):
     # the same on the terminal's table over a lexer's byte classes (what derive passes)
     spec = LexerSpec(cfgmask.Grammar.from_lark(f"start: T\nT: /{pattern}/\n"))
     assert S._has_cycle(spec.class_tables[0]) == infinite
+
+
+@pytest.mark.parametrize("pattern, body", [
+    (r'(?!"(?:a|b)"\Z)"(?:[^"\\]|\\.)*"', r'"(?:[^"\\]|\\.)*"'),
+    (r'(?!(?:x+)\Z)(?!(?:y)\Z)(?:[a)]+)', r"[a)]+"),
+    (r"(?![)(])x", "x"),
+    (r"(?!\))(?:a)|(?:b)", "(?:a)|(?:b)"),     # the wrap is not one group: kept
+    (r"(?=(?:a{1,3})\Z)[a-z]+", None),          # an intersection may be finite
+    (r"abc", None), (r"(?!a)", None), (r"(?!a", None)])
+def test_lookahead_body(pattern, body):
+    assert S._lookahead_body(pattern) == body
+
+
+def test_difference_terminals_offer_the_candidates_of_their_whole_pattern():
+    # the shortcut for "any other key" (Y minus a few keys) must offer exactly the
+    # candidates that reading the whole pattern offers: its own prefix slice, Y's runs
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}},
+              "additionalProperties": {"type": "string", "maxLength": 40}}
+    g = cfgmask.Grammar.from_json_schema(schema)
+    assert any(S._lookahead_body(p) for p in g.terminal_patterns)
+    spec = LexerSpec(g)
+    S._TERMINAL_SLICES.clear()
+    fast = [(c.name, c.key()) for c in S.derive(g, spec)]
+    S._TERMINAL_SLICES.clear()
+    body = S._lookahead_body
+    try:
+        S._lookahead_body = lambda p: None
+        slow = [(c.name, c.key()) for c in S.derive(g, spec)]
+    finally:
+        S._lookahead_body = body
+        S._TERMINAL_SLICES.clear()
+    assert fast == slow and any(name.startswith("run[") for name, _ in fast)
