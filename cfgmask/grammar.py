@@ -40,6 +40,13 @@ _WORD_BOUNDARY_PRAGMA = re.compile(r"^[ \t]*//[ \t]*%cfgmask[ \t]+word_boundary[
 _NOT_BEFORE_PRAGMA = re.compile(
     r"^[ \t]*//[ \t]*%cfgmask[ \t]+not_before[ \t]+(\S+)((?:[ \t]+\w+)+)[ \t]*$", re.M)
 
+# `// %cfgmask at_start NAME...`: the named terminals may only be the document's
+# first lexeme, with no ignored lexeme (white space, a comment) before them: a
+# hashbang line.  Lark and llguidance read it as a comment and allow them after
+# ignored text too; cfgmask's runtime leaves them out of every lexer start
+# state but the very first one (docs/architecture.md).
+_AT_START_PRAGMA = re.compile(r"^[ \t]*//[ \t]*%cfgmask[ \t]+at_start((?:[ \t]+\w+)+)[ \t]*$", re.M)
+
 _BUILTIN_NAMES = ("json", "sql", "javascript")
 
 # Terminals of Lark's common.lark whose regex only means what Lark means under
@@ -86,6 +93,24 @@ def _apply_not_before(g, text, lark_terminals):
                 g.terminal_patterns[i] = f"(?:{g.terminal_patterns[i]})(?!{byte_class})"
 
 
+def _apply_at_start(g, text, lark_terminals):
+    """Mark the terminals named by the ``at_start`` pragmas of ``text`` in ``g``.
+
+    A name that Lark does not know, or an ``%ignore``d terminal (which may go
+    anywhere), is an error; a terminal that normalisation dropped is skipped."""
+    for m in _AT_START_PRAGMA.finditer(text):
+        for name in m.group(1).split():
+            if name not in lark_terminals:
+                raise GrammarError(f"at_start pragma: no terminal named {name}", where=name,
+                                   construct="pragma")
+            if name in g.terminal_names:
+                i = g.terminal_names.index(name)
+                if g.terminal_is_ignore[i]:
+                    raise GrammarError(f"at_start pragma: {name} is %ignore'd, so it may go anywhere",
+                                       where=name, construct="pragma")
+                g.terminal_at_start[i] = True
+
+
 def word_boundary_bytes(byte_class, pragma="word_boundary"):
     """Bytes ``b`` with ``re.fullmatch(byte_class, chr(b))`` (``\\x80-\\xff`` means those bytes)."""
     try:
@@ -106,13 +131,17 @@ class Grammar:
 
     def __init__(self, *, terminal_names, terminal_patterns, terminal_is_ignore,
                  nonterminal_names, rules, start, word_boundary=b"", source=None,
-                 terminal_flags=None):
+                 terminal_flags=None, terminal_at_start=None):
         self.terminal_names = list(terminal_names)
         # Python regexes, Lark's flags already inline ("(?i:...)"); the flags are
         # also listed separately for display
         self.terminal_patterns = list(terminal_patterns)
         self.terminal_flags = [frozenset(f) for f in (terminal_flags or [()] * len(self.terminal_names))]
         self.terminal_is_ignore = np.asarray(terminal_is_ignore, dtype=np.bool_)
+        # only the document's first lexeme may be one of these (the at_start pragma)
+        self.terminal_at_start = (np.zeros(len(self.terminal_names), dtype=np.bool_)
+                                  if terminal_at_start is None
+                                  else np.array(terminal_at_start, dtype=np.bool_))
         self.nonterminal_names = list(nonterminal_names)
         self.start = start
         self.word_boundary = bytes(word_boundary)
@@ -209,7 +238,9 @@ class Grammar:
             word_boundary = m.group(1) if m else ""
         wb = word_boundary_bytes(word_boundary) if word_boundary else b""
         g = _normalise(parser, start, wb, source)
-        _apply_not_before(g, text, {t.name for t in parser.terminals})
+        lark_terminals = {t.name for t in parser.terminals}
+        _apply_not_before(g, text, lark_terminals)
+        _apply_at_start(g, text, lark_terminals)
         grammar_cache.store(key, g, used_files)
         return g
 

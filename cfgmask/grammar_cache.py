@@ -37,7 +37,7 @@ import numpy as np
 
 from . import cache
 
-GRAMMAR_CACHE_FORMAT = 1
+GRAMMAR_CACHE_FORMAT = 2     # 2: Grammar.terminal_at_start
 _LARK_FILES = ("__init__.py", "lark.py", "load_grammar.py", "grammar.py", "lexer.py",
                "parse_tree_builder.py", "grammars/common.lark")
 

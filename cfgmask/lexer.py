@@ -67,7 +67,7 @@ class LexerSpec:
     (``n_classes``: "end of input" in follow restrictions), ``class_tables[t]``
     (int32 ``[states, classes]``, -1 dead), ``accepting[t][s]``, ``end_forbidden[t]`` (``{state:
     frozenset of classes}`` where a lexeme may not end), ``ignore_mask``,
-    ``n_words``; ``dfas`` (the per-terminal :class:`~cfgmask.regex.ByteDFA`,
+    ``at_start_mask`` (terminals only the first lexeme may be), ``n_words``; ``dfas`` (the per-terminal :class:`~cfgmask.regex.ByteDFA`,
     rebuilt from the tables on first use).
     """
 
@@ -93,6 +93,11 @@ class LexerSpec:
         for t, ign in enumerate(grammar.terminal_is_ignore):
             if ign:
                 self.ignore_mask |= 1 << t
+        # terminals allowed only in the document's first lexeme start state
+        self.at_start_mask = 0
+        for t, first in enumerate(getattr(grammar, "terminal_at_start", ())):
+            if first:
+                self.at_start_mask |= 1 << t
 
     @property
     def accepting(self):

@@ -702,8 +702,10 @@ def _rebuild(g, patterns, dropped, fence, tables=None):
         if tables and lhs in in_rules:
             body = [table if s == target else s for s in body]
         rules.append((lhs, body))
+    at_start = {n for n, a in zip(g.terminal_names, g.terminal_at_start) if a}
     out = Grammar(terminal_names=names, terminal_patterns=pats, terminal_flags=flags,
                   terminal_is_ignore=[False] * n_real + [True] * len(ign),
+                  terminal_at_start=[n in at_start for n in names],
                   nonterminal_names=nt_names, rules=rules, start=g.start,
                   word_boundary=g.word_boundary, source=g.source)
     out.rewritten_terminals = {n: w for n, w in g.rewritten_terminals.items() if n in names}

@@ -81,6 +81,9 @@ class Reference:
         self.grammar = grammar
         self.T = int(grammar.n_terminals)
         self.ignore = frozenset(t for t in range(self.T) if bool(grammar.terminal_is_ignore[t]))
+        # at_start terminals: only the document's first lexeme (nothing ignored before it)
+        self.at_start = frozenset(t for t in range(self.T)
+                                  if bool(getattr(grammar, "terminal_at_start", [False] * self.T)[t]))
         self.word_boundary = frozenset(grammar.word_boundary)
         self.lhs = [int(a) for a in grammar.rule_lhs]
         self.bodies = [tuple(grammar.rule_body(r)) for r in range(len(self.lhs))]
@@ -150,12 +153,12 @@ class Reference:
     def initial(self):
         return State(self.initial_chart)
 
-    def _allowed(self, chart):
-        e = chart.expected
+    def _allowed(self, chart, first=False):
+        e = chart.expected if first else chart.expected - self.at_start
         return e | self.ignore if e else e
 
-    def _start_lexeme(self, chart, b):
-        pairs = frozenset((t, self.trans[t][0][b]) for t in self._allowed(chart)
+    def _start_lexeme(self, chart, b, first=False):
+        pairs = frozenset((t, self.trans[t][0][b]) for t in self._allowed(chart, first)
                           if self.trans[t][0][b] >= 0)
         return State(chart, pairs, b, length=1) if pairs else None
 
@@ -163,8 +166,8 @@ class Reference:
         """The state after byte ``b``, or ``None`` if ``b`` is rejected."""
         if st is None or st.finished:
             return None
-        if st.pairs is None:
-            return self._start_lexeme(st.chart, b)
+        if st.pairs is None:      # only before the first byte
+            return self._start_lexeme(st.chart, b, first=True)
         ext = self._step_pairs(st.pairs, b)
         if ext:
             return State(st.chart, ext, b, length=st.length + 1)

@@ -178,6 +178,33 @@ def test_not_before_pragma_errors(pragma, where):
     assert where in str(e.value)
 
 
+def test_at_start_pragma():
+    # a hashbang only as the first lexeme: not after white space or a comment, while
+    # "#" still starts other lexemes there; the grammar cache keeps the flag
+    text = ('// %cfgmask at_start HB\nstart: HB? (NAME | PRIV)*\nHB: /#![^\\n]*/\n'
+            'PRIV: /#[a-z]+/\nNAME: /[a-z]+/\n%ignore /[ \\n]+/\n%ignore /\\/\\*[^*]*\\*\\//\n')
+    for _ in range(2):
+        g = cfgmask.Grammar.from_lark(text)
+        assert list(g.terminal_at_start) == [n == "HB" for n in g.terminal_names]
+        for doc, ok in ((b"#!x\na", True), (b" #!x\na", False), (b"/**/#!x", False), (b"#a #b", True),
+                        (b"\n#a", True), (b"#!x\n#a", True), (b"#!x\n#!y", False)):
+            m = _byte_matcher(g)
+            assert (m.consume_bytes(doc) == len(doc) and m.is_accepting()) == ok, doc
+    # without the pragma Lark's language: ignored text before the hashbang is fine
+    m = _byte_matcher(cfgmask.Grammar.from_lark(text.split("\n", 1)[1]))
+    assert m.consume_bytes(b" #!x") == 4 and m.is_accepting()
+
+
+@pytest.mark.parametrize("pragma,where", [
+    ("// %cfgmask at_start NOPE", "NOPE"),
+    ("// %cfgmask at_start WS", "WS"),          # %ignore'd: may go anywhere
+])
+def test_at_start_pragma_errors(pragma, where):
+    with pytest.raises(cfgmask.GrammarError) as e:
+        cfgmask.Grammar.from_lark(pragma + '\nstart: MINUS\nMINUS: "-"\nWS: " "\n%ignore WS\n')
+    assert where in str(e.value)
+
+
 def test_lark_grammar_of_lark_compiles():
     """Lark's own grammar: single-character lookahead (OP, REGEXP) and the
     ESCAPED_STRING idiom compile exactly."""

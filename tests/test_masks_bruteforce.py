@@ -86,6 +86,11 @@ CASES = {
         [b"", b" ", b"#", b"# x", b"# x\n", b"/", b"/*", b"/* a ", b"/* a *", b"/* a **", b"/* a */",
          b"a", b"a ", b"a =", b"a = 1", b"a = 1 ", b"a = 1;", b"a = 1; ", b"a=1;#c", b"a=[", b"a=[1,b",
          b"a/**/=/**/1;", b"a#\n=1"]),
+    "at_start": (
+        HERE / "grammars" / "at_start.lark", b"#!ab=1;/* \n", 2,
+        [b" #!", b"#!a", b"\n#!", b"*/#!", b"/**/", b"#ab", b" #a", b"#!a\n"],
+        [b"", b" ", b"#", b"#!", b"#!ab", b"#!ab\n", b"#!ab\na=#b;", b" #", b"\n", b"/**/", b"/**/#",
+         b"a", b"a=", b"a=#", b"a=#b", b"a=#b; ", b"a=1;#", b"#!\n #"]),
     "keywords": (HERE / "grammars" / "keywords.lark", *KEYWORD_CASES),
     "keywords_wb": (HERE / "grammars" / "keywords_wb.lark", *KEYWORD_CASES),
     "lookahead": (
@@ -251,6 +256,12 @@ REFERENCE_FACTS = [
     ("ignore", b"/*", True, False),
     ("ignore", b"a = 1 # c\n", True, False),
     ("ignore", b"a = 1; # c", True, True),
+    ("at_start", b"#!x", True, True),
+    ("at_start", b" #!", False, False),            # white space, then a hashbang
+    ("at_start", b"/**/#!", False, False),          # a comment, then a hashbang
+    ("at_start", b" #", False, False),             # "#" starts a private name, not a statement
+    ("at_start", b"#!\na=1; #", False, False),
+    ("at_start", b"a=#b;", True, True),
 ]
 
 

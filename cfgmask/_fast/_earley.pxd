@@ -34,6 +34,7 @@ cdef class Rows:
     cdef int64_t wait_cap
     cdef int32_t* row_wait_start     # [rows_cap + 1]: row k's waiting items are wait[a:b]
     cdef int32_t* row_lex_start      # lexer start state of each row
+    cdef int32_t initial_lex         # lexer start state before the first byte (row 0 plus at_start terminals)
     cdef uint64_t* row_scanned       # [rows_cap * n_words] terminals scanned to build the row (row 0: none)
     cdef uint8_t* row_accepting
     cdef uint64_t* row_expected      # [rows_cap * n_words]

@@ -554,7 +554,20 @@ cdef class Rows:
             any |= exp[w]
         for w in range(W):
             self.scratch_bits[w] = exp[w] | (self.dfa.ignore_bits[w] if any else 0)
+        if self.dfa.has_at_start:
+            # at_start terminals (a hashbang) only in the document's very first lexeme:
+            # after an ignored lexeme on row 0 the lexer restarts from row_lex_start[0]
+            if k == 0:
+                self.initial_lex = self._start_state(self.scratch_bits)
+            any = 0
+            for w in range(W):
+                any |= exp[w] & ~self.dfa.at_start_bits[w]
+            for w in range(W):
+                self.scratch_bits[w] = ((exp[w] & ~self.dfa.at_start_bits[w])
+                                        | (self.dfa.ignore_bits[w] if any else 0))
         self.row_lex_start[k] = self._start_state(self.scratch_bits)
+        if k == 0 and not self.dfa.has_at_start:
+            self.initial_lex = self.row_lex_start[0]
         return 0
 
     cdef int32_t _start_state(self, const uint64_t* allowed) except -2 nogil:
@@ -641,6 +654,7 @@ cdef class Rows:
         memcpy(r.items, self.items, sizeof(ItemC) * self.row_start[n])
         memcpy(r.row_start, self.row_start, sizeof(int32_t) * (n + 1))
         memcpy(r.row_lex_start, self.row_lex_start, sizeof(int32_t) * n)
+        r.initial_lex = self.initial_lex
         memcpy(r.row_scanned, self.row_scanned, sizeof(uint64_t) * n * W)
         memcpy(r.row_stamp, self.row_stamp, sizeof(uint64_t) * n)
         memcpy(r.stamp_keys, self.stamp_keys, sizeof(uint64_t) * STAMP_SLOTS * (W + 1))

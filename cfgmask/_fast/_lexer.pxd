@@ -50,6 +50,8 @@ cdef class LazyDFA:
     cdef int32_t start_cap
     cdef int32_t start_count
     cdef uint64_t* ignore_bits     # [n_words]
+    cdef uint64_t* at_start_bits   # [n_words] terminals only the first lexeme may be
+    cdef bint has_at_start
 
     cdef int32_t fill(self, int32_t s, uint8_t b) except -2 nogil
     cdef int32_t fill_end(self, int32_t s, int cls) except -2 nogil

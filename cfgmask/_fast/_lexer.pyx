@@ -140,18 +140,24 @@ cdef class LazyDFA:
         self.start_keys = <uint64_t*>malloc(sizeof(uint64_t) * self.start_cap * nw)
         self.start_vals = <int32_t*>malloc(sizeof(int32_t) * self.start_cap)
         self.ignore_bits = <uint64_t*>malloc(sizeof(uint64_t) * nw)
+        self.at_start_bits = <uint64_t*>malloc(sizeof(uint64_t) * nw)
         if (self.c.trans == NULL or self.c.accept == NULL or self.c.any_accept == NULL
                 or self.c.accept_id == NULL or self.c.restricted == NULL or self.c.end_trans == NULL
                 or self.key_off == NULL or self.key_len == NULL or self.key_buf == NULL
                 or self.key_pool == NULL or self.h_vals == NULL or self.h_hash == NULL
                 or self.aset_keys == NULL or self.aset_vals == NULL
-                or self.start_keys == NULL or self.start_vals == NULL or self.ignore_bits == NULL):
+                or self.start_keys == NULL or self.start_vals == NULL or self.ignore_bits == NULL
+                or self.at_start_bits == NULL):
             raise MemoryError(f"cannot reserve lexer tables for {max_states} states")
         for b in range(self.start_cap):
             self.start_vals[b] = -1
         ignore_mask = int(spec.ignore_mask)
         for w in range(nw):
             self.ignore_bits[w] = <uint64_t>((ignore_mask >> (64 * w)) & 0xFFFFFFFFFFFFFFFF)
+        at_start_mask = int(getattr(spec, "at_start_mask", 0))
+        self.has_at_start = at_start_mask != 0
+        for w in range(nw):
+            self.at_start_bits[w] = <uint64_t>((at_start_mask >> (64 * w)) & 0xFFFFFFFFFFFFFFFF)
         # the empty accepting set is id 0; the empty key is the dead state 0
         self._aset_id(self.c.accept)    # row 0 of accept is all zero
         self._intern(self.key_buf, 0)
@@ -181,6 +187,7 @@ cdef class LazyDFA:
         free(self.start_keys)
         free(self.start_vals)
         free(self.ignore_bits)
+        free(self.at_start_bits)
 
     # ---- interning --------------------------------------------------------
     cdef int32_t _aset_id(self, const uint64_t* bits) except -2 nogil:

@@ -1318,7 +1318,7 @@ cdef class MatcherCore:
     cdef int _reset(self) except -1 nogil:
         self.rows.reset()
         self.depth = 0
-        self.st_lex[0] = self.rows.row_lex_start[0]
+        self.st_lex[0] = self.rows.initial_lex
         self.st_nrows[0] = 1
         self.st_byte[0] = 0
         self.n_tok = 0
