@@ -76,39 +76,37 @@ def _builtin_dir():
     return Path(__file__).resolve().parent.parent / "grammars"
 
 
-def _apply_not_before(g, text, lark_terminals):
-    """Apply the ``not_before`` pragmas of ``text`` to ``g``'s terminal patterns.
+def _pragma_terminals(pragma, names, g, lark_terminals):
+    """The indices in ``g`` of the terminals a pragma names (``names``, its text).
 
     A name that Lark does not know is an error; a terminal that normalisation
     dropped (unreachable from ``start``) is skipped."""
+    for name in names.split():
+        if name not in lark_terminals:
+            raise GrammarError(f"{pragma} pragma: no terminal named {name}", where=name,
+                               construct="pragma")
+        if name in g.terminal_names:
+            yield g.terminal_names.index(name)
+
+
+def _apply_not_before(g, text, lark_terminals):
+    """Apply the ``not_before`` pragmas of ``text`` to ``g``'s terminal patterns."""
     for m in _NOT_BEFORE_PRAGMA.finditer(text):
         byte_class = m.group(1)
         word_boundary_bytes(byte_class, "not_before")  # validates the class (GrammarError)
-        for name in m.group(2).split():
-            if name not in lark_terminals:
-                raise GrammarError(f"not_before pragma: no terminal named {name}", where=name,
-                                   construct="pragma")
-            if name in g.terminal_names:
-                i = g.terminal_names.index(name)
-                g.terminal_patterns[i] = f"(?:{g.terminal_patterns[i]})(?!{byte_class})"
+        for i in _pragma_terminals("not_before", m.group(2), g, lark_terminals):
+            g.terminal_patterns[i] = f"(?:{g.terminal_patterns[i]})(?!{byte_class})"
 
 
 def _apply_at_start(g, text, lark_terminals):
-    """Mark the terminals named by the ``at_start`` pragmas of ``text`` in ``g``.
-
-    A name that Lark does not know, or an ``%ignore``d terminal (which may go
-    anywhere), is an error; a terminal that normalisation dropped is skipped."""
+    """Mark the terminals named by the ``at_start`` pragmas of ``text`` in ``g``
+    (an ``%ignore``d one, which may go anywhere, is an error)."""
     for m in _AT_START_PRAGMA.finditer(text):
-        for name in m.group(1).split():
-            if name not in lark_terminals:
-                raise GrammarError(f"at_start pragma: no terminal named {name}", where=name,
-                                   construct="pragma")
-            if name in g.terminal_names:
-                i = g.terminal_names.index(name)
-                if g.terminal_is_ignore[i]:
-                    raise GrammarError(f"at_start pragma: {name} is %ignore'd, so it may go anywhere",
-                                       where=name, construct="pragma")
-                g.terminal_at_start[i] = True
+        for i in _pragma_terminals("at_start", m.group(1), g, lark_terminals):
+            if g.terminal_is_ignore[i]:
+                raise GrammarError(f"at_start pragma: {g.terminal_names[i]} is %ignore'd, so it may "
+                                   f"go anywhere", where=g.terminal_names[i], construct="pragma")
+            g.terminal_at_start[i] = True
 
 
 def word_boundary_bytes(byte_class, pragma="word_boundary"):
