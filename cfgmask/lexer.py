@@ -67,8 +67,9 @@ class LexerSpec:
     (``n_classes``: "end of input" in follow restrictions), ``class_tables[t]``
     (int32 ``[states, classes]``, -1 dead), ``accepting[t][s]``, ``end_forbidden[t]`` (``{state:
     frozenset of classes}`` where a lexeme may not end), ``ignore_mask``,
-    ``at_start_mask`` (terminals only the first lexeme may be), ``n_words``; ``dfas`` (the per-terminal :class:`~cfgmask.regex.ByteDFA`,
-    rebuilt from the tables on first use).
+    ``at_start_mask`` (terminals only the first lexeme may be), ``n_words``;
+    ``dfas`` (the per-terminal :class:`~cfgmask.regex.ByteDFA`, rebuilt from
+    the tables on first use).
     """
 
     def __init__(self, grammar, max_states=DEFAULT_MAX_TERMINAL_STATES, progress=None):

@@ -281,9 +281,9 @@ def _terminal_slices(pattern, class_table, get_dfa):
     is too small to pay), and ``runs`` a tuple of ``((ranges, hi), suffix,
     slice)`` for each run of one character class inside it and each bounded
     variant.  ``class_table`` is the terminal's table over the lexer's byte
-    classes and ``get_dfa()`` gives its byte automaton (both functions of the
-    pattern alone); the automaton is only built for a terminal that has a cycle.
-    Grammars generated one after another (a JSON Schema each) share most
+    classes (None: read the automaton's own byte table) and ``get_dfa()``
+    gives its byte automaton (both functions of the pattern alone); the
+    automaton is only built for a terminal that has a cycle.  Grammars generated one after another (a JSON Schema each) share most
     terminals, and reading a pattern with Python's parser, building automata
     and the cycle check were most of a new grammar's slice work."""
     got = _TERMINAL_SLICES.get(pattern)
