@@ -552,6 +552,16 @@ def _packed_membership(s, trie, special, V, memo):
     return packed
 
 
+def _threshold(n_tok, min_tokens=MIN_SLICE_TOKENS, min_fraction=MIN_SLICE_FRACTION):
+    """The fewest tokens a kept slice has of its own."""
+    return max(1, min_tokens, int(min_fraction * max(1, n_tok)))
+
+
+def _first_bytes(s):
+    """The bytes that can start a token of candidate ``s``, as 32 packed bytes."""
+    return np.packbits(np.asarray(s.dfa.trans[0]) >= 0, bitorder="little").tobytes()
+
+
 def choose(candidates, trie, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS,
            min_fraction=MIN_SLICE_FRACTION, max_slices=MAX_SLICES, memberships=None):
     """Keep the candidate slices with enough tokens and give each token to the
@@ -566,8 +576,7 @@ def choose(candidates, trie, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS
     ``memberships``: a dict memoising each candidate's token set.
     """
     V = vocab_size
-    n_tok = len(special)
-    threshold = max(1, min_tokens, int(min_fraction * max(1, n_tok)))
+    threshold = _threshold(len(special), min_tokens, min_fraction)
     max_slices = min(int(max_slices), 32)
     # an upper bound per candidate from the tokens' first bytes alone: most run
     # candidates (digits, one punctuation class) cannot reach the threshold, and
@@ -683,10 +692,10 @@ def _bound(suffix):
 
 # ---------------------------------------------------------------- derivation cache
 
-DERIVE_FORMAT = 2
+DERIVE_FORMAT = 3     # 3: each candidate's first bytes next to its digest
 _DERIVED = {}          # digest -> candidate slices (insertion order = age)
 _DERIVED_SIZE = 32
-_CANDIDATE_KEYS = {}   # digest -> the candidates' digests (what the disk entry holds)
+_CANDIDATE_KEYS = {}   # digest -> (the candidates' digests, their first bytes): the disk entry
 _CANDIDATE_KEYS_SIZE = 256
 
 
@@ -716,35 +725,45 @@ def derived(grammar, lexer_spec, digest=None):
 
 
 def _candidate_keys(grammar, lexer_spec, key=None, digest=None):
-    """The digests of the grammar's candidate slices, without their automata when
-    possible: from memory, then from the disk cache (kind ``slice-candidates``, a
-    few KB), else by deriving them.  Deriving reads every pattern with Python's
-    regex parser, 30-45 ms for the SQL and JavaScript grammars (their generated
-    identifier patterns are long); the automata themselves (up to tens of MB for
-    those identifiers) are only needed to build a new choice or new tables."""
+    """``(digests, first bytes)`` of the grammar's candidate slices, without their
+    automata when possible: from memory, then from the disk cache (kind
+    ``slice-candidates``, a few KB), else by deriving them.  Deriving reads
+    every pattern with Python's regex parser, 30-45 ms for the SQL and
+    JavaScript grammars (their generated identifier patterns are long); the
+    automata themselves (up to tens of MB for those identifiers) are only
+    needed to build a new choice or new tables.  The first bytes (32 packed
+    bytes a candidate) bound a candidate's token count on any vocabulary
+    (:func:`for_grammar` leaves the hopeless ones out of the choice key)."""
     from . import cache
     if key is None:
         key = _terminals_key(grammar)
         digest = cache.key_digest(key)
-    keys = _CANDIDATE_KEYS.get(digest)
-    if keys is not None:
-        return list(keys)
+    got = _CANDIDATE_KEYS.get(digest)
+    if got is not None:
+        return list(got[0]), list(got[1])
+    keys = firsts = None
     hit = _DERIVED.get(digest)
     if hit is not None:
-        keys = [c.key() for c in hit]
+        keys, firsts = [c.key() for c in hit], [_first_bytes(c) for c in hit]
     else:
-        got = cache.load("slice-candidates", key, digest)
-        if got is not None:
-            keys = got[0].get("keys")
-            if not (isinstance(keys, list) and all(isinstance(k, str) and len(k) == 64 for k in keys)):
-                keys = None
+        entry = cache.load("slice-candidates", key, digest)
+        if entry is not None:
+            keys, firsts = entry[0].get("keys"), entry[0].get("first_bytes")
+            if not (isinstance(keys, list) and all(isinstance(k, str) and len(k) == 64 for k in keys)
+                    and isinstance(firsts, list) and len(firsts) == len(keys)
+                    and all(isinstance(f, str) and len(f) == 64 for f in firsts)):
+                keys = firsts = None
+            else:
+                firsts = [bytes.fromhex(f) for f in firsts]
     if keys is None:
         t0 = time.perf_counter()
-        keys = [c.key() for c in derived(grammar, lexer_spec, digest)]
+        cands = derived(grammar, lexer_spec, digest)
+        keys, firsts = [c.key() for c in cands], [_first_bytes(c) for c in cands]
         if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
-            cache.store("slice-candidates", key, {"keys": keys}, {}, digest)
-    _memo_put(_CANDIDATE_KEYS, digest, tuple(keys), _CANDIDATE_KEYS_SIZE)
-    return list(keys)
+            cache.store("slice-candidates", key, {"keys": keys, "first_bytes": [f.hex() for f in firsts]},
+                        {}, digest)
+    _memo_put(_CANDIDATE_KEYS, digest, (tuple(keys), tuple(firsts)), _CANDIDATE_KEYS_SIZE)
+    return list(keys), list(firsts)
 
 
 # ---------------------------------------------------------------- per vocabulary cache
@@ -790,14 +809,25 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     from . import cache
     terminals_key = _terminals_key(grammar)
     terminals_digest = cache.key_digest(terminals_key)
-    keys = _candidate_keys(grammar, lexer_spec, terminals_key, terminals_digest)
+    keys, firsts = _candidate_keys(grammar, lexer_spec, terminals_key, terminals_digest)
     V = prepared.vocab.vocab_size
     trie, special = prepared.trie, prepared.token_special
+    # Candidates whose first bytes start too few tokens can never be kept (choose
+    # skips them too), so they stay out of the choice key: most JSON Schema
+    # grammars differ only in such terminals (a new "any other key" pattern
+    # each) and then share one choice instead of choosing again (0.3 ms).
+    threshold = _threshold(len(special), options.get("min_tokens", MIN_SLICE_TOKENS),
+                           options.get("min_fraction", MIN_SLICE_FRACTION))
+    first_count = trie.first_byte_counts()
+    viable = [i for i, f in enumerate(firsts)
+              if int(first_count[np.unpackbits(np.frombuffer(f, np.uint8), bitorder="little")
+                                  .astype(bool)].sum()) >= threshold]
     base = {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
             "vocab": prepared.vocab.fingerprint(), "options": {k: options[k] for k in sorted(options)}}
     memberships = prepared.__dict__.setdefault("_slice_memberships", {})
 
-    choice_key = dict(base, candidates=keys)
+    # the choice: indices into the viable candidates (what its key names)
+    choice_key = dict(base, candidates=[keys[i] for i in viable])
     choice_digest = cache.key_digest(choice_key)
     choices = prepared.__dict__.setdefault("_slice_choices", {})
     chosen, own = choices.get(choice_digest), None
@@ -805,15 +835,17 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
         got = cache.load("slice-choice", choice_key, choice_digest)
         if got is not None:
             idx = got[0].get("chosen")
-            if isinstance(idx, list) and all(isinstance(i, int) and 0 <= i < len(keys) for i in idx):
+            if isinstance(idx, list) and all(isinstance(i, int) and 0 <= i < len(viable) for i in idx):
                 chosen = idx
     if chosen is None:
         t0 = time.perf_counter()
-        chosen, own = choose(derived(grammar, lexer_spec, terminals_digest), trie, special, V,
+        candidates = derived(grammar, lexer_spec, terminals_digest)
+        chosen, own = choose([candidates[i] for i in viable], trie, special, V,
                              memberships=memberships, **options)
         if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
             cache.store("slice-choice", choice_key, {"chosen": chosen}, {}, choice_digest)
     _memo_put(choices, choice_digest, chosen, _CHOICE_CACHE_SIZE)
+    chosen = [viable[j] for j in chosen]
 
     tables_key = dict(base, chosen=[keys[i] for i in chosen])
     tables_digest = cache.key_digest(tables_key)

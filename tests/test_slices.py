@@ -211,3 +211,25 @@ def test_difference_terminals_offer_the_candidates_of_their_whole_pattern():
         S._lookahead_body = body
         S._TERMINAL_SLICES.clear()
     assert fast == slow and any(name.startswith("run[") for name, _ in fast)
+
+
+def test_choice_leaves_out_candidates_that_cannot_reach_the_threshold():
+    # two schemas that differ only in their property names: their "any other key"
+    # terminals start with '"', which starts too few SmolLM2 tokens to be kept, so
+    # the second grammar reuses the first one's choice; the kept slices must be
+    # what choosing among all candidates keeps
+    vocab = V.smollm2_vocab()
+    prepared = vocab.prepared()
+    schemas = [{"type": "object", "properties": {k: {"type": "string"}, "n": {"type": "integer"}},
+                "additionalProperties": {"type": "string"}} for k in ("alpha", "beta")]
+    grammars = [cfgmask.Grammar.from_json_schema(s) for s in schemas]
+    before = len(prepared.__dict__.get("_slice_choices", {}))
+    for g in grammars:
+        spec = LexerSpec(g)
+        tables = S.for_grammar(g, spec, prepared)
+        cands = S.derive(g, spec)
+        idx, _own = S.choose(cands, prepared.trie, prepared.token_special, vocab.vocab_size)
+        assert [s.key() for s in tables.slices] == [cands[i].key() for i in idx]
+        assert any(S._lookahead_body(p) for p in g.terminal_patterns)
+    assert set(grammars[0].terminal_patterns) != set(grammars[1].terminal_patterns)
+    assert len(prepared.__dict__["_slice_choices"]) - before <= 1
