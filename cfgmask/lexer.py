@@ -96,7 +96,7 @@ class LexerSpec:
                 self.ignore_mask |= 1 << t
         # terminals allowed only in the document's first lexeme start state
         self.at_start_mask = 0
-        for t, first in enumerate(getattr(grammar, "terminal_at_start", ())):
+        for t, first in enumerate(grammar.terminal_at_start):
             if first:
                 self.at_start_mask |= 1 << t
 

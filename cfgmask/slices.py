@@ -818,10 +818,9 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     # each) and then share one choice instead of choosing again (0.3 ms).
     threshold = _threshold(len(special), options.get("min_tokens", MIN_SLICE_TOKENS),
                            options.get("min_fraction", MIN_SLICE_FRACTION))
-    first_count = trie.first_byte_counts()
-    viable = [i for i, f in enumerate(firsts)
-              if int(first_count[np.unpackbits(np.frombuffer(f, np.uint8), bitorder="little")
-                                  .astype(bool)].sum()) >= threshold]
+    starts = np.unpackbits(np.frombuffer(b"".join(firsts), np.uint8), bitorder="little")
+    bound = starts.reshape(len(firsts), 256).astype(np.int64) @ trie.first_byte_counts().astype(np.int64)
+    viable = np.flatnonzero(bound >= threshold).tolist()
     base = {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
             "vocab": prepared.vocab.fingerprint(), "options": {k: options[k] for k in sorted(options)}}
     memberships = prepared.__dict__.setdefault("_slice_memberships", {})

@@ -154,7 +154,7 @@ cdef class LazyDFA:
         ignore_mask = int(spec.ignore_mask)
         for w in range(nw):
             self.ignore_bits[w] = <uint64_t>((ignore_mask >> (64 * w)) & 0xFFFFFFFFFFFFFFFF)
-        at_start_mask = int(getattr(spec, "at_start_mask", 0))
+        at_start_mask = int(spec.at_start_mask)
         self.has_at_start = at_start_mask != 0
         for w in range(nw):
             self.at_start_bits[w] = <uint64_t>((at_start_mask >> (64 * w)) & 0xFFFFFFFFFFFFFFFF)
