@@ -138,7 +138,7 @@ class ByteDFA:
     """
 
     __slots__ = ("trans", "accepting", "start", "n_states", "pattern", "name",
-                 "follow_forbidden", "follow_forbidden_at_eos")
+                 "follow_forbidden", "follow_forbidden_at_eos", "_column_class")
 
     def __init__(self, trans, accepting, pattern="", name="?", follow_forbidden=None,
                  follow_forbidden_at_eos=None):
@@ -156,6 +156,20 @@ class ByteDFA:
         self.follow_forbidden_at_eos = [bool(e) for e in follow_forbidden_at_eos]
         if not (len(self.follow_forbidden) == len(self.follow_forbidden_at_eos) == self.n_states):
             raise ValueError("follow restrictions need one entry per state")
+        self._column_class = None
+
+    def column_class(self):
+        """uint8[256]: the class of each byte among this automaton's columns
+        (equal columns, equal classes; numbered by first byte), computed once:
+        :func:`byte_classes` combines these, so an automaton shared by many
+        grammars is read once, not once per grammar."""
+        if self._column_class is None:
+            self._column_class = _column_classes(self.trans)[0]
+        return self._column_class
+
+    def set_column_class(self, class_of):
+        """Hand over the column partition when the builder knows it (a byte chain)."""
+        self._column_class = np.ascontiguousarray(class_of, dtype=np.uint8)
 
     def run(self, data: bytes, state: int = 0) -> int:
         """State after reading ``data`` from ``state``; -1 once dead."""
@@ -819,15 +833,15 @@ def _column_classes(trans):
     """
     columns = np.ascontiguousarray(trans.T)
     k = columns.shape[0]
-    class_of = np.zeros(k, dtype=np.uint8 if k <= 256 else np.int32)
-    first_byte = {}
-    representatives = []
-    for byte in range(k):
-        key = columns[byte].tobytes()
-        if key not in first_byte:
-            first_byte[key] = len(representatives)
-            representatives.append(byte)
-        class_of[byte] = first_byte[key]
+    dtype = np.uint8 if k <= 256 else np.int32
+    if columns.shape[1] == 0:
+        return np.zeros(k, dtype=dtype), [0] if k else []
+    # one bytes key per column, numbered by a dict in column order (a Python loop
+    # over the columns with a tobytes and an item store each was 3x slower)
+    keys = columns.view(np.dtype((np.void, columns.shape[1] * columns.itemsize))).ravel().tolist()
+    ids = {}
+    class_of = np.fromiter((ids.setdefault(key, len(ids)) for key in keys), dtype=dtype, count=k)
+    representatives = np.unique(class_of, return_index=True)[1].tolist()
     return class_of, representatives
 
 
@@ -1106,6 +1120,7 @@ def _memo_get(pattern, name, max_states):
     if dfa.n_states > max_states:
         raise _too_large(name, max_states, "DFA")
     if dfa.name != name:  # same tables, the caller's name for messages
+        dfa.column_class()  # computed once on the shared automaton, copied with it
         renamed = ByteDFA.__new__(ByteDFA)
         for slot in ByteDFA.__slots__:
             setattr(renamed, slot, getattr(dfa, slot))
@@ -1178,12 +1193,15 @@ def byte_classes(dfas):
     """
     if not dfas:
         return np.zeros(256, dtype=np.uint8), 1
-    rows = [d.trans for d in dfas]
+    # Bytes share a class iff they share one in every automaton, so the classes
+    # are the distinct columns of the automata's own partitions (one small row
+    # each, memoised on shared automata) rather than of all their transitions.
+    rows = [d.column_class() for d in dfas]
     forbidden_sets = sorted({f for d in dfas for f in d.follow_forbidden if f})
     if forbidden_sets:
-        membership = np.zeros((len(forbidden_sets), 256), dtype=np.int32)
+        membership = np.zeros((len(forbidden_sets), 256), dtype=np.uint8)
         for i, forbidden in enumerate(forbidden_sets):
             membership[i, list(forbidden)] = 1
-        rows.append(membership)
-    class_of, representatives = _column_classes(np.concatenate(rows, axis=0))
+        rows.extend(membership)
+    class_of, representatives = _column_classes(np.stack(rows))
     return class_of, len(representatives)

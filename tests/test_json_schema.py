@@ -89,6 +89,15 @@ def test_literal_set_dfa_equals_its_pattern(canonical):
                 assert dfa.matches(t.encode()) == ref.matches(t.encode()), (values, t)
 
 
+@pytest.mark.parametrize("value", ["name", "a", "aaa", "x.y", "", "Zz~ !#[]", "abcabc"])
+def test_key_chain_column_partition_is_its_columns(value):
+    """A property name's byte chain hands its byte-class partition to byte_classes
+    instead of having it computed: it must be the partition of its columns."""
+    from cfgmask.regex import _column_classes
+    dfa, _ = A.literal_set_dfa([value], canonical=True)
+    assert dfa.column_class().tolist() == _column_classes(dfa.trans)[0].tolist()
+
+
 @pytest.mark.parametrize("canonical", [False, True])
 @pytest.mark.parametrize("lo,hi", [(0, 0), (0, 3), (2, 2), (1, 5)])
 def test_bounded_strings_count_decoded_characters(lo, hi, canonical):

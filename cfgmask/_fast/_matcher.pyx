@@ -351,7 +351,7 @@ cdef class Runtime:
         self.f_send = &v_ne[0]
         self.f_n = fb.shape[0]
         self.n_nodes = nb.shape[0]
-        self.max_depth = int(nd.max()) if nd.size else 0
+        self.max_depth = trie.max_depth if nd.size else 0   # (the trie's, computed once)
         self.n_tokens = len(token_offsets) - 1
         self.vocab_size = vocab_size
         self.words = (vocab_size + 31) // 32
@@ -412,8 +412,8 @@ cdef class Runtime:
                     self._free_entry(self.entries[i])
             cfg_zfree(self.entries)
         for i in range(256):
-            free(self.first_byte[i].idx)
-            free(self.first_byte[i].bits)
+            if self.first_byte[i].n < 0:    # dense: owned; sparse ones point into the trie's arrays
+                free(self.first_byte[i].bits)
         if self.sl_bits != NULL:
             for i in range(self.n_slices):
                 free(self.sl_bits[i].idx)
@@ -571,13 +571,18 @@ cdef class Runtime:
         return 0
 
     cdef int _first_byte_sets(self, trie) except -1:
-        """``first_byte[b]``: the tokens starting with byte ``b``, copied from the
-        trie's own grouping (computed once per vocabulary, cfgmask/trie.py);
-        dense when that is smaller, as :meth:`_freeze` decides."""
+        """``first_byte[b]``: the tokens starting with byte ``b``, from the trie's
+        own grouping (computed once per vocabulary, cfgmask/trie.py); dense when
+        that is smaller, as :meth:`_freeze` decides.  Sparse sets point into the
+        trie's arrays (kept alive in ``_keep``) instead of copying them: only
+        the dense ones are owned (and freed) here."""
         offsets, words, bits = trie.first_byte_sets()
+        wa = np.ascontiguousarray(words, dtype=np.int32)
+        ba = np.ascontiguousarray(bits, dtype=np.uint32)
+        self._keep.extend([wa, ba])
         cdef const int64_t[::1] vo = np.ascontiguousarray(offsets, dtype=np.int64)
-        cdef const int32_t[::1] vw = np.ascontiguousarray(words, dtype=np.int32)
-        cdef const uint32_t[::1] vb = np.ascontiguousarray(bits, dtype=np.uint32)
+        cdef const int32_t[::1] vw = wa
+        cdef const uint32_t[::1] vb = ba
         cdef int32_t W = self.words
         cdef int64_t lo, hi, k, n
         cdef int b
@@ -597,13 +602,8 @@ cdef class Runtime:
                     ts.bits[vw[k]] = vb[k]
             else:
                 ts.n = <int32_t>n
-                ts.idx = <int32_t*>malloc(sizeof(int32_t) * max(1, n))
-                ts.bits = <uint32_t*>malloc(sizeof(uint32_t) * max(1, n))
-                if ts.idx == NULL or ts.bits == NULL:
-                    _raise_memory("token set")
-                if n:
-                    memcpy(ts.idx, &vw[lo], sizeof(int32_t) * n)
-                    memcpy(ts.bits, &vb[lo], sizeof(uint32_t) * n)
+                ts.idx = <int32_t*>&vw[lo] if n else NULL
+                ts.bits = <uint32_t*>&vb[lo] if n else NULL
         return 0
 
     # ---- small helpers -------------------------------------------------------

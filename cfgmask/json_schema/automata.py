@@ -392,6 +392,11 @@ def _literal_set_dfa(values, complement, canonical):
         accepting = np.zeros(n + 3, bool)
         accepting[1] = True
         dfa = ByteDFA(trans, accepting, pattern=text)
+        # each byte of the chain has a column of its own (its positions), the rest share one
+        used = np.zeros(256, bool)
+        used[v] = True
+        used[_QUOTE] = True
+        dfa.set_column_class(np.where(used, np.cumsum(used), 0))
         remember_dfa(text, dfa)
         return dfa, text
     gtrans, gfinal = json_char_dfa(canonical)

@@ -94,6 +94,9 @@ def display(pointer):
     return "#" + pointer if not pointer.startswith("!") else f"(compiler-written schema {pointer})"
 
 
+_MISSING = object()
+
+
 class SchemaDoc:
     """One schema document plus the synthetic schemas written while compiling it."""
 
@@ -114,6 +117,7 @@ class SchemaDoc:
         self.by_uri = {}      # absolute URI (no fragment) -> pointer
         self.anchors = {}     # absolute URI + "#" + anchor -> pointer
         self.base_of = {}     # pointer -> base URI in effect there
+        self._got = {}        # pointer -> schema (get's memo)
         self._index(root, "", DEFAULT_BASE)
 
     # ---- indexing ids and anchors
@@ -153,6 +157,14 @@ class SchemaDoc:
     # ---- access
     def get(self, pointer):
         """The schema at ``pointer`` (raises KeyError if there is none)."""
+        # the documents never change once added, and the compiler asks for the
+        # same pointers many times (about 50 lookups per schema)
+        node = self._got.get(pointer, _MISSING)
+        if node is _MISSING:
+            node = self._got[pointer] = self._walk(pointer)
+        return node
+
+    def _walk(self, pointer):
         if pointer.startswith("!"):
             name, _, rest = pointer.partition("/")
             node = self.synthetic[name]
