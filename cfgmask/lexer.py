@@ -223,38 +223,41 @@ def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progre
                  prebuilt=False):
     """The :class:`LexerTables` of the terminals ``patterns`` (``names`` for errors
     and progress).  ``prebuilt``: whoever made the patterns built their automata
-    and would build them again in another process (a JSON Schema grammar), so
-    only assembling the tables counts as what the disk cache would save.
+    and builds them again in any process (a JSON Schema grammar), so the disk
+    cache could only save assembling the tables, a fraction of a millisecond
+    for most such grammars: less than the lookup, which almost always misses.
+    Those tables stay in memory only.
 
-    Looked up in memory (the last few grammars), then in the disk cache; built
-    with :func:`~cfgmask.regex.compile_regex` on a miss, and stored on disk when
-    a fresh process would take longer than ``cache.PERSIST_ABOVE_S`` to build
-    them.  Failures
+    Looked up in memory (the last few grammars, by the patterns), then in the
+    disk cache; built with :func:`~cfgmask.regex.compile_regex` on a miss, and
+    stored on disk when a fresh process would take longer than
+    ``cache.PERSIST_ABOVE_S`` to build them.  Failures
     (:class:`~cfgmask.errors.GrammarError`) are never cached, so a bad grammar
     raises the same error every time.
     """
-    key = lexer_tables_key(patterns, max_states)
-    digest = cache.key_digest(key)
+    # the rest of the disk key (code, Python and Unicode versions) is fixed in a process
+    memory_key = (tuple(patterns), int(max_states))
     with _memory_lock:
-        arrays = _memory.get(digest)
+        arrays = _memory.get(memory_key)
         if arrays is not None:
-            _memory.move_to_end(digest)
+            _memory.move_to_end(memory_key)
             return LexerTables(arrays, "memory")
-    got = cache.load("lexer", key, digest)
+    got = key = digest = None
+    if not prebuilt:
+        key = lexer_tables_key(patterns, max_states)
+        digest = cache.key_digest(key)
+        got = cache.load("lexer", key, digest)
     if got is not None:
         arrays, source = got[1], "disk"
     else:
-        # what a fresh process would pay: this build plus the automata it found
-        # memoised (those handed over by a grammar's own builder cost nothing here:
-        # that builder runs again anyway).  A JSON Schema grammar's tables take a
-        # fraction of a millisecond: writing them would cost more than it saves.
-        cost = 0.0 if prebuilt else sum(build_cost(p) for p in patterns)
+        # what a fresh process would pay: this build plus the automata it found memoised
+        cost = sum(build_cost(p) for p in patterns) if not prebuilt else 0.0
         t0 = time.perf_counter()
         arrays, source = _build_tables(names, patterns, max_states, progress), "built"
-        if time.perf_counter() - t0 + cost > cache.PERSIST_ABOVE_S:
+        if not prebuilt and time.perf_counter() - t0 + cost > cache.PERSIST_ABOVE_S:
             cache.store("lexer", key, {"n_terminals": len(patterns)}, arrays, digest)
     with _memory_lock:
-        _memory[digest] = arrays
+        _memory[memory_key] = arrays
         while len(_memory) > _MEMORY_CACHE_SIZE:
             _memory.popitem(last=False)
     return LexerTables(arrays, source)

@@ -710,21 +710,20 @@ def _terminals_key(grammar):
             "terminals": h.hexdigest()}
 
 
-def derived(grammar, lexer_spec, digest=None):
+def derived(grammar, lexer_spec, memo_key=None):
     """:func:`derive`, memoised in memory by the terminals (name, pattern, flags,
-    ``%ignore``) and this module's and the regex module's code (``digest``: the
-    digest of :func:`_terminals_key`, when the caller has it)."""
-    from . import cache
-    if digest is None:
-        digest = cache.key_digest(_terminals_key(grammar))
-    hit = _DERIVED.get(digest)
+    ``%ignore``; ``memo_key``: the ``"terminals"`` hash of :func:`_terminals_key`,
+    when the caller has it; the code is the same for a whole process)."""
+    if memo_key is None:
+        memo_key = _terminals_key(grammar)["terminals"]
+    hit = _DERIVED.get(memo_key)
     if hit is None:
         hit = derive(grammar, lexer_spec)
-        _memo_put(_DERIVED, digest, hit, _DERIVED_SIZE)
+        _memo_put(_DERIVED, memo_key, hit, _DERIVED_SIZE)
     return hit
 
 
-def _candidate_keys(grammar, lexer_spec, key=None, digest=None):
+def _candidate_keys(grammar, lexer_spec, key=None):
     """``(digests, first bytes)`` of the grammar's candidate slices, without their
     automata when possible: from memory, then from the disk cache (kind
     ``slice-candidates``, a few KB), else by deriving them.  Deriving reads
@@ -733,19 +732,26 @@ def _candidate_keys(grammar, lexer_spec, key=None, digest=None):
     automata themselves (up to tens of MB for those identifiers) are only
     needed to build a new choice or new tables.  The first bytes (32 packed
     bytes a candidate) bound a candidate's token count on any vocabulary
-    (:func:`for_grammar` leaves the hopeless ones out of the choice key)."""
+    (:func:`for_grammar` leaves the hopeless ones out of the choice key).
+
+    A grammar whose builder handed its automata over (a JSON Schema grammar:
+    ``terminal_automata_prebuilt``) skips the disk: its builder runs again in
+    any process, and a lookup that almost always misses cost more than most
+    such grammars' derivation."""
     from . import cache
     if key is None:
         key = _terminals_key(grammar)
-        digest = cache.key_digest(key)
-    got = _CANDIDATE_KEYS.get(digest)
+    memo_key = key["terminals"]     # the rest of the key is this process's code
+    got = _CANDIDATE_KEYS.get(memo_key)
     if got is not None:
         return list(got[0]), list(got[1])
+    use_disk = not getattr(grammar, "terminal_automata_prebuilt", False)
+    digest = cache.key_digest(key) if use_disk else None
     keys = firsts = None
-    hit = _DERIVED.get(digest)
+    hit = _DERIVED.get(memo_key)
     if hit is not None:
         keys, firsts = [c.key() for c in hit], [_first_bytes(c) for c in hit]
-    else:
+    elif use_disk:
         entry = cache.load("slice-candidates", key, digest)
         if entry is not None:
             keys, firsts = entry[0].get("keys"), entry[0].get("first_bytes")
@@ -757,12 +763,12 @@ def _candidate_keys(grammar, lexer_spec, key=None, digest=None):
                 firsts = [bytes.fromhex(f) for f in firsts]
     if keys is None:
         t0 = time.perf_counter()
-        cands = derived(grammar, lexer_spec, digest)
+        cands = derived(grammar, lexer_spec, memo_key)
         keys, firsts = [c.key() for c in cands], [_first_bytes(c) for c in cands]
-        if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
+        if use_disk and time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
             cache.store("slice-candidates", key, {"keys": keys, "first_bytes": [f.hex() for f in firsts]},
                         {}, digest)
-    _memo_put(_CANDIDATE_KEYS, digest, (tuple(keys), tuple(firsts)), _CANDIDATE_KEYS_SIZE)
+    _memo_put(_CANDIDATE_KEYS, memo_key, (tuple(keys), tuple(firsts)), _CANDIDATE_KEYS_SIZE)
     return list(keys), list(firsts)
 
 
@@ -808,8 +814,8 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     """
     from . import cache
     terminals_key = _terminals_key(grammar)
-    terminals_digest = cache.key_digest(terminals_key)
-    keys, firsts = _candidate_keys(grammar, lexer_spec, terminals_key, terminals_digest)
+    terminals_memo = terminals_key["terminals"]
+    keys, firsts = _candidate_keys(grammar, lexer_spec, terminals_key)
     V = prepared.vocab.vocab_size
     trie, special = prepared.trie, prepared.token_special
     # Candidates whose first bytes start too few tokens can never be kept (choose
@@ -838,7 +844,7 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
                 chosen = idx
     if chosen is None:
         t0 = time.perf_counter()
-        candidates = derived(grammar, lexer_spec, terminals_digest)
+        candidates = derived(grammar, lexer_spec, terminals_memo)
         chosen, own = choose([candidates[i] for i in viable], trie, special, V,
                              memberships=memberships, **options)
         if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
@@ -857,7 +863,7 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     if got is not None:
         tables = _from_arrays(got[0], got[1], [keys[i] for i in chosen])
     if tables is None:
-        candidates = derived(grammar, lexer_spec, terminals_digest)
+        candidates = derived(grammar, lexer_spec, terminals_memo)
         slices = [candidates[i] for i in chosen]
         if own is None:
             own = _own_sets(slices, trie, special, V, memberships)
