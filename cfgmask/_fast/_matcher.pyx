@@ -18,8 +18,10 @@ compiled grammar):
 * **entry** of lexer state ``q`` (one lexer-only walk of the token forest):
   ``inside`` = tokens every byte of which ``q`` consumes (slices whose language
   ``q`` contains are ORed in without a walk); the first bytes that end ``q``'s
-  lexeme at the token boundary; and **groups**: the trie nodes where a byte ends
-  the lexeme inside a token, one group per accepting-terminal set;
+  lexeme at the token boundary, split by the state scanned there (a trailing
+  lookahead can drop terminals before some bytes); and **groups**: the trie
+  nodes where a byte ends the lexeme inside a token, one group per
+  accepting-terminal set;
 * **continuation** of a group from the next lexeme's start state ``sp``: the
   tokens whose remaining bytes stay inside the next lexeme, and the groups where
   it ends again.  A cross slice (a space and a word) in a group is settled by one
@@ -28,8 +30,8 @@ compiled grammar):
 A mask is ``inside(q)``, plus for each group one parser scan (memoised per
 row) and the cached continuation of the start state it leads to, recursively;
 plus, when ``q`` may end at the token boundary, the same from the start state
-of the next row, restricted to the first bytes that end ``q``.  A warm fill
-visits no trie node.
+of the next row, restricted to the first bytes that end ``q`` (once per state
+scanned there).  A warm fill visits no trie node.
 
 Threads.  Every cache is filled on demand under one writer lock (the lexer's,
 recursive because a cache build steps the lexer) and read without a lock: an
@@ -106,8 +108,14 @@ cdef struct Entry:
     TokSet inside        # tokens every byte of which q consumes
     int32_t n_groups
     Group** groups       # tokens that end q's lexeme after their first byte
-    uint32_t* fb_exit    # [words] tokens whose first byte ends q's lexeme; NULL if none
-    uint32_t* fb_exit_nw # the same, minus first bytes in the word-boundary set
+    # Lexemes ending at the token boundary, split by the state that is scanned
+    # (a trailing lookahead makes it depend on the next byte): end k scans
+    # end_state[k] for the tokens of end_fb[k * words:] (end_fb_nw: minus first
+    # bytes in the word-boundary set).  n_ends is 0 when no first byte ends q.
+    int32_t n_ends
+    int32_t* end_state
+    uint32_t* end_fb
+    uint32_t* end_fb_nw
     uint8_t exit_byte[256]
     int32_t q
     int64_t last_used    # fill tick of the last use (for LRU eviction)
@@ -619,8 +627,9 @@ cdef class Runtime:
         free(e.owned)
         free(e.inside.idx)
         free(e.inside.bits)
-        free(e.fb_exit)
-        free(e.fb_exit_nw)
+        free(e.end_state)
+        free(e.end_fb)
+        free(e.end_fb_nw)
         free(e)
 
     cdef int _own(self, void* p, int64_t nbytes) except -1 nogil:
@@ -1054,8 +1063,6 @@ cdef class Runtime:
         return e
 
     cdef Entry* _build_entry(self, int32_t q) except NULL nogil:
-        cdef int32_t W = self.words
-        cdef int b, any_fb = 0
         cdef Entry* e = <Entry*>calloc(1, sizeof(Entry))
         cdef Entry* saved = self.cur_owner
         cdef bint ok = False
@@ -1071,23 +1078,7 @@ cdef class Runtime:
             e.bytes += sizeof(Entry) + self._tokset_bytes(&e.inside)
             self.cache_bytes += sizeof(Entry) + self._tokset_bytes(&e.inside)
             self._groups_from_exits(&e.n_groups, &e.groups)
-            for b in range(256):
-                any_fb |= e.exit_byte[b]
-            if any_fb:
-                e.fb_exit = <uint32_t*>calloc(max(1, W), sizeof(uint32_t))
-                e.fb_exit_nw = <uint32_t*>calloc(max(1, W), sizeof(uint32_t))
-                if e.fb_exit == NULL or e.fb_exit_nw == NULL:
-                    with gil:
-                        _raise_memory("mask cache entry")
-                for b in range(256):
-                    if e.exit_byte[b] and not self.wb[b]:
-                        or_tokset(e.fb_exit_nw, &self.first_byte[b], W)
-                memcpy(e.fb_exit, e.fb_exit_nw, sizeof(uint32_t) * W)
-                for b in range(256):
-                    if e.exit_byte[b] and self.wb[b]:
-                        or_tokset(e.fb_exit, &self.first_byte[b], W)
-                e.bytes += 8 * W
-                self.cache_bytes += 8 * W
+            self._build_ends(e)
             ok = True
         finally:
             self.cur_owner = saved
@@ -1097,6 +1088,57 @@ cdef class Runtime:
                 self.cache_bytes -= e.bytes
                 self._free_entry(e)
         return e
+
+    cdef int _build_ends(self, Entry* e) except -1 nogil:
+        """Split the first bytes that end ``e.q``'s lexeme by the state scanned there
+        (``lex_end``: ``q`` itself unless a trailing lookahead drops a terminal before
+        that byte), so a fill needs no parser walk for a restricted ``q``."""
+        cdef int32_t W = self.words
+        cdef int32_t q = e.q
+        cdef int32_t se_of[256]
+        cdef int32_t ends[256]
+        cdef int32_t n = 0, k, se
+        cdef int b
+        cdef uint32_t* fb
+        cdef uint32_t* fb_nw
+        for b in range(256):
+            se_of[b] = -1
+            if e.exit_byte[b]:
+                se_of[b] = lex_end(self.dfa, q, self.dfa.c.class_of[b])
+        # distinct end states, in first-byte order (usually one)
+        for b in range(256):
+            if se_of[b] < 0:
+                continue
+            for k in range(n):
+                if ends[k] == se_of[b]:
+                    break
+            else:
+                ends[n] = se_of[b]
+                n += 1
+        if n == 0:
+            return 0
+        e.end_state = <int32_t*>malloc(sizeof(int32_t) * n)
+        e.end_fb = <uint32_t*>calloc(<size_t>n * max(1, W), sizeof(uint32_t))
+        e.end_fb_nw = <uint32_t*>calloc(<size_t>n * max(1, W), sizeof(uint32_t))
+        if e.end_state == NULL or e.end_fb == NULL or e.end_fb_nw == NULL:
+            with gil:
+                _raise_memory("mask cache entry")
+        memcpy(e.end_state, ends, sizeof(int32_t) * n)
+        for k in range(n):
+            se = ends[k]
+            fb = &e.end_fb[<int64_t>k * W]
+            fb_nw = &e.end_fb_nw[<int64_t>k * W]
+            for b in range(256):
+                if se_of[b] == se and not self.wb[b]:
+                    or_tokset(fb_nw, &self.first_byte[b], W)
+            memcpy(fb, fb_nw, sizeof(uint32_t) * W)
+            for b in range(256):
+                if se_of[b] == se and self.wb[b]:
+                    or_tokset(fb, &self.first_byte[b], W)
+        e.n_ends = n
+        e.bytes += (8 * W + 4) * n
+        self.cache_bytes += (8 * W + 4) * n
+        return 0
 
     cdef Cont* cont(self, Group* gr, int32_t sp) except NULL nogil:
         """The continuation of group ``gr`` when the next lexeme starts in state ``sp``."""
@@ -1469,15 +1511,6 @@ cdef class MatcherCore:
             self.rows.n_rows = base
         return 0
 
-    cdef int _walk_first_bytes(self, const uint8_t* first, uint32_t* mask) except -1 nogil:
-        """Walk, from the current top, the root subtrees whose byte is in ``first``."""
-        cdef int32_t i = 1
-        while i < self.rt.n_nodes:
-            if first[self.rt.node_byte[i]]:
-                self.walk(i, self.rt.node_subtree_end[i], mask)
-            i = self.rt.node_subtree_end[i]
-        return 0
-
     cdef int fill(self, uint32_t* mask) except -1 nogil:
         """Write the allowed-token bitmask (``words`` uint32) for the current state;
         returns 1 if any bit is set, else 0.  Leaves the byte stack and the rows as
@@ -1496,7 +1529,7 @@ cdef class MatcherCore:
         cdef int32_t W = self.rt.words
         cdef int32_t d = self.depth
         cdef int32_t q = self.st_lex[d]
-        cdef int32_t sp, w, base
+        cdef int32_t sp, w, base, k, se
         cdef Entry* e
         cdef Entry* e2
         cdef const uint32_t* fb
@@ -1524,25 +1557,21 @@ cdef class MatcherCore:
                 acc = or_tokset_into(mask, &e.inside, W, NULL)
             if e.n_groups:
                 self._expand(e.groups, e.n_groups, mask, NULL, &acc)
-            if d > 0 and e.fb_exit != NULL and self.rt.dfa.c.restricted[q]:
-                # a trailing lookahead makes the scan depend on the next byte: walk
-                # the first-byte subtrees that end the lexeme with the parser
-                self._walk_first_bytes(e.exit_byte, mask)
-                walked = True
-            elif d > 0 and e.fb_exit != NULL:
-                # the pending lexeme may end right at the token boundary: the tokens
-                # are those allowed from the next row's start state, restricted to
-                # first bytes that end this lexeme (the filter is applied to each
-                # token set as it is ORed in, so no scratch row is needed)
+            # the pending lexeme may end right at the token boundary: per end state,
+            # the tokens are those allowed from the next row's start state, restricted
+            # to the first bytes that end the lexeme as that state (the filter is
+            # applied to each token set as it is ORed in, so no scratch row is needed)
+            for k in range(e.n_ends if d > 0 else 0):
+                se = e.end_state[k]
                 base = self.rows.n_rows
-                sp = self._scan_start(q, False)     # memoised per row: usually no row is built
+                sp = self._scan_start(se, False)    # memoised per row: usually no row is built
                 if sp != 0:
                     e2 = self.rt.entry(sp)
-                    fb = e.fb_exit_nw if self.rt.wb[prev] else e.fb_exit
+                    fb = &(e.end_fb_nw if self.rt.wb[prev] else e.end_fb)[<int64_t>k * W]
                     acc |= or_tokset_into(mask, &e2.inside, W, fb)
                     if e2.n_groups:
                         if self.rows.n_rows == base:
-                            self._scan_start(q, True)
+                            self._scan_start(se, True)
                         self._expand(e2.groups, e2.n_groups, mask, fb, &acc)
                 self._pop_to(d)
         if self._accepting():
