@@ -36,23 +36,16 @@ def _sql_syntax_errors(docs):
 # * a character-class range out of order in a regex literal (`/[z-a]/`): the
 #   regex terminals do not compare the ends of a range (the comparison times
 #   the group nesting the terminal tracks is too large an automaton);
-# * `--` split into `- -` where no update operator may go (`(a = 1)---b`):
-#   the contextual lexer only sees `-` there.  Let through only when node
-#   accepts the document once every `--` is spaced out, i.e. when the
-#   grammar's reading is JavaScript and only node's tokenizer differs.
-# (Line breaks after `throw` and before `=>`, regex groups, and a hashbang
-# after white space (the at_start pragma) have no exemption any more.)
+# (Line breaks after `throw` and before `=>`, regex groups, a hashbang after
+# white space (the at_start pragma) and `--` split into `- -` where no update
+# operator may go (the not_before pragmas on MINUS and PLUS) have no
+# exemption any more.)
 JS_REGEX_RANGE_GAP = re.compile(r"Invalid regular expression: .*: Range out of order in character class")
 
 
-def _known_gap(errs, src, node):
+def _known_gap(errs):
     msgs = [e.split("SyntaxError: ", 1)[-1].strip() for e in errs]
-    if all(JS_REGEX_RANGE_GAP.fullmatch(m) for m in msgs):
-        return True
-    if "--" in src:
-        spaced = re.sub(r"-(?=-)", "- ", src)
-        return any(_node_error(node, spaced, suffix) is None for suffix in (".cjs", ".mjs"))
-    return False
+    return all(JS_REGEX_RANGE_GAP.fullmatch(m) for m in msgs)
 
 
 def _js_errors(docs):
@@ -68,7 +61,7 @@ def _js_errors(docs):
                 break
             errs.append(err)
         else:
-            if not _known_gap(errs, src, node):
+            if not _known_gap(errs):
                 bad.append((" / ".join(errs)[:300], src))
     return bad
 
