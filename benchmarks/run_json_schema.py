@@ -299,6 +299,9 @@ def run(limit=None, engines=("cfgmask", "llguidance", "xgrammar"), samples=3, co
             r["n"] += 1
             if cold and eng.name == "cfgmask":
                 clear_cfgmask_caches()
+            # drop the previous engine's handle and matcher first: rebinding `h`
+            # inside the timed region charged freeing them to the next engine
+            h = m = None
             gc.collect()
             t0 = time.perf_counter()
             try:

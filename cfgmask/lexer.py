@@ -268,7 +268,7 @@ def _build_tables(names, patterns, max_states, progress):
     for name, pattern in zip(names, patterns):
         if progress is not None:
             progress(f"terminal {name}")
-        dfa = compile_regex(pattern, name=name, max_states=max_states)
+        dfa = compile_regex(pattern, name=name, max_states=max_states, rename=False)
         if dfa.accepting[dfa.start]:
             raise GrammarError(
                 f"terminal {name} matches the empty string (pattern {pattern!r}); lexemes are "
@@ -282,7 +282,8 @@ def _build_tables(names, patterns, max_states, progress):
     offsets = np.zeros(len(dfas) + 1, dtype=np.int32)
     np.cumsum([d.n_states for d in dfas], out=offsets[1:])
     if dfas:
-        trans = np.concatenate([d.trans[:, rep] for d in dfas]).astype(np.int32, copy=False)
+        # one gather over all terminals' rows (one per terminal was twice as slow)
+        trans = np.concatenate([d.trans for d in dfas]).take(rep, axis=1).astype(np.int32, copy=False)
         accepting = np.concatenate([d.accepting for d in dfas]).astype(np.uint8)
     else:
         trans = np.zeros((0, n_classes), dtype=np.int32)

@@ -1112,14 +1112,14 @@ def _memo_put(pattern, dfa, build_s=None):
         _BUILD_S[pattern] = build_s
 
 
-def _memo_get(pattern, name, max_states):
+def _memo_get(pattern, name, max_states, rename=True):
     entry = _DFA_PINNED.get(pattern)
     dfa = entry[0] if entry is not None else _DFA_MEMO.get(pattern)
     if dfa is None:
         return None
     if dfa.n_states > max_states:
         raise _too_large(name, max_states, "DFA")
-    if dfa.name != name:  # same tables, the caller's name for messages
+    if rename and dfa.name != name:  # same tables, the caller's name for messages
         dfa.column_class()  # computed once on the shared automaton, copied with it
         renamed = ByteDFA.__new__(ByteDFA)
         for slot in ByteDFA.__slots__:
@@ -1129,15 +1129,18 @@ def _memo_get(pattern, name, max_states):
     return dfa
 
 
-def compile_regex(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_STATES) -> ByteDFA:
+def compile_regex(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_STATES, *,
+                  rename: bool = True) -> ByteDFA:
     """Compile a Python regex to its exact minimal byte DFA (see module doc).
 
     Raises :class:`GrammarError` naming ``name`` and the construct when the
     pattern uses something a DFA cannot express here, or when the automaton
     would need more than ``max_states`` states.  Results are memoised by
-    pattern text (see :func:`remember_dfa`).
+    pattern text (see :func:`remember_dfa`); a memoised automaton comes back
+    as a copy carrying ``name`` unless ``rename`` is False (a caller that
+    only reads its tables and names the terminal in its own messages).
     """
-    cached = _memo_get(pattern, name, max_states)
+    cached = _memo_get(pattern, name, max_states, rename)
     if cached is not None:
         return cached
     t0 = time.perf_counter()
