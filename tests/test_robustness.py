@@ -235,6 +235,35 @@ def test_f5_token_cache_memory_is_bounded():
     assert r.stdout.startswith(("OK", "BUDGET")), r.stdout
 
 
+def test_f5_evicted_cache_entries_are_rebuilt_exactly():
+    """A cache budget of a few entries: least recently used entries are freed and
+    rebuilt when their lexer state comes back (rollbacks revisit them); every
+    mask must equal the grammar's language and an unlimited compile's mask."""
+    import random
+    g = Grammar.from_lark('start: A\nA: /a{1,300}/\n')
+    v = Vocabulary([b"a", b"aa", b"aaa", None], eos_token_ids=[3], vocab_size=1 << 16)
+    small = cfgmask.compile(g, v, limits=Limits(max_terminal_states=5000, max_cache_bytes=64 << 10))
+    full = cfgmask.compile(g, v, limits=Limits(max_terminal_states=5000))
+    rng = random.Random(5)
+    a, b = small.matcher(), full.matcher()
+    for _ in range(1500):
+        k = len(a.prefix)
+        expect = [t for t in range(3) if k + t + 1 <= 300] + ([3] if k else [])
+        assert a.allowed_tokens().tolist() == expect == b.allowed_tokens().tolist(), k
+        if k and (k >= 297 or rng.random() < 0.1):
+            n = rng.randint(1, min(a.n_consumed, 10))
+            a.rollback(n)
+            b.rollback(n)
+        elif k < 297:
+            t = rng.randrange(3)
+            a.consume(t)
+            b.consume(t)
+    stats = small.cache_stats()
+    assert stats["evictions"] > 50, stats
+    assert stats["cache_bytes"] <= 2 * stats["max_cache_bytes"], stats
+    assert full.cache_stats()["evictions"] == 0
+
+
 # ------------------------------------------------------------------ finding 6
 
 @pytest.mark.parametrize("text", [
