@@ -127,6 +127,11 @@ class Grammar:
     the invariants the runtime relies on.
     """
 
+    # True when whoever built the grammar also built its terminal automata and
+    # builds them again in any process (cfgmask.json_schema): its lexer tables
+    # and slice candidates then stay off the disk cache (docs/compile.md)
+    terminal_automata_prebuilt = False
+
     def __init__(self, *, terminal_names, terminal_patterns, terminal_is_ignore,
                  nonterminal_names, rules, start, word_boundary=b"", source=None,
                  terminal_flags=None, terminal_at_start=None):

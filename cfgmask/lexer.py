@@ -76,7 +76,7 @@ class LexerSpec:
         self.grammar = grammar
         self.terminal_names = list(grammar.terminal_names)
         tab = lexer_tables(grammar.terminal_names, grammar.terminal_patterns, max_states, progress,
-                           prebuilt=getattr(grammar, "terminal_automata_prebuilt", False))
+                           prebuilt=grammar.terminal_automata_prebuilt)
         self.source = tab.source
         self.n_terminals = len(self.terminal_names)
         self.n_words = max(1, (self.n_terminals + 63) // 64)
@@ -250,11 +250,11 @@ def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progre
     if got is not None:
         arrays, source = got[1], "disk"
     else:
-        # what a fresh process would pay: this build plus the automata it found memoised
-        cost = sum(build_cost(p) for p in patterns) if not prebuilt else 0.0
         t0 = time.perf_counter()
         arrays, source = _build_tables(names, patterns, max_states, progress), "built"
-        if not prebuilt and time.perf_counter() - t0 + cost > cache.PERSIST_ABOVE_S:
+        # what a fresh process would pay: this build plus the automata it found memoised
+        if not prebuilt and (time.perf_counter() - t0 + sum(build_cost(p) for p in patterns)
+                             > cache.PERSIST_ABOVE_S):
             cache.store("lexer", key, {"n_terminals": len(patterns)}, arrays, digest)
     with _memory_lock:
         _memory[memory_key] = arrays

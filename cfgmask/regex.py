@@ -1120,7 +1120,6 @@ def _memo_get(pattern, name, max_states, rename=True):
     if dfa.n_states > max_states:
         raise _too_large(name, max_states, "DFA")
     if rename and dfa.name != name:  # same tables, the caller's name for messages
-        dfa.column_class()  # computed once on the shared automaton, copied with it
         renamed = ByteDFA.__new__(ByteDFA)
         for slot in ByteDFA.__slots__:
             setattr(renamed, slot, getattr(dfa, slot))

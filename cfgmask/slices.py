@@ -746,7 +746,7 @@ def _candidate_keys(grammar, lexer_spec, key=None):
     got = _CANDIDATE_KEYS.get(memo_key)
     if got is not None:
         return list(got[0]), list(got[1])
-    use_disk = not getattr(grammar, "terminal_automata_prebuilt", False)
+    use_disk = not grammar.terminal_automata_prebuilt
     digest = cache.key_digest(key) if use_disk else None
     keys = firsts = None
     hit = _DERIVED.get(memo_key)
