@@ -963,12 +963,14 @@ def _co_accessible(accepting, bounds, pred_source):
     return live
 
 
-def _minimize_and_trim(trans, accepting, follow):
+def _minimize_and_trim(trans, accepting, follow, moore_min_states=_MOORE_MIN_STATES):
     """Minimal trimmed DFA equivalent to ``trans`` (start 0, -1 = dead; the other
     states in no particular order).
 
     ``follow[s]``: the follow-restriction mask of state ``s`` (0: none).
-    Returns ``(trans, accepting, follow)`` for the new states.
+    ``moore_min_states``: automata this big start with Moore's rounds, smaller
+    ones go straight to Hopcroft.  Returns ``(trans, accepting, follow)`` for
+    the new states.
     """
     # Work on byte classes: bytes with identical columns behave alike.
     class_of, representatives = _column_classes(trans)
@@ -988,7 +990,7 @@ def _minimize_and_trim(trans, accepting, follow):
     labels = labels[live]
     n = table.shape[0]
 
-    block_of, done = _moore(table, labels, _MOORE_ROUNDS) if n >= _MOORE_MIN_STATES else (labels, False)
+    block_of, done = _moore(table, labels, _MOORE_ROUNDS) if n >= moore_min_states else (labels, False)
     if not done:  # long chains (a{1,1000}): finish from Moore's partition
         block_of = np.array(_hopcroft(n, block_of.tolist(), *_predecessors(table)), dtype=np.int64)
 
