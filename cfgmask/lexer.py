@@ -46,7 +46,7 @@ import numpy as np
 
 from . import cache
 from .errors import GrammarError
-from .regex import ByteDFA, build_cost, byte_classes, compile_regex
+from .regex import ByteDFA, CountedDFA, build_cost, byte_classes, compile_regex
 
 DEFAULT_MAX_TERMINAL_STATES = 20000
 
@@ -114,6 +114,20 @@ class LexerSpec:
         ``n_classes`` meaning the end of input."""
         tab = self._tab
         return tab.trans, tab.accepting_flat, tab.offsets, tab.forb, tab.forb_bits
+
+    def counter_tables(self):
+        """The character counters of :class:`~cfgmask.regex.CountedDFA` terminals
+        for ``LazyDFA``: ``(count_limit int32 [T] (-1: not counted), char_end uint8
+        [states], min_chars int32 [states])`` over the flat states, or ``None``
+        when no terminal counts."""
+        a = self._tab.arrays
+        if "count_limit" not in a:
+            return None
+        return a["count_limit"], a["char_end"], a["min_chars"]
+
+    def counted(self, t):
+        """Does terminal ``t`` count characters (its ``dfa(t)`` is a CountedDFA)?"""
+        return self._tab.counted(t)
 
     def n_states(self, t):
         return int(self.class_tables[t].shape[0])
@@ -197,11 +211,20 @@ class LexerTables:
                                      [bool(e) for e in a["eos_forbidden"][lo:hi].tolist()])
         return got
 
+    def counted(self, t):
+        """Does terminal ``t`` count characters (a :class:`~cfgmask.regex.CountedDFA`)?"""
+        limits = self.arrays.get("count_limit")
+        return limits is not None and int(limits[t]) >= 0
+
     def dfa(self, t, name, pattern):
         """Terminal ``t``'s :class:`~cfgmask.regex.ByteDFA` (256 columns)."""
+        table = self.class_tables[t][:, self.class_of_byte]
+        if self.counted(t):
+            lo, hi = self.offsets[t], self.offsets[t + 1]
+            return CountedDFA(table, self.accepting[t], self.arrays["char_end"][lo:hi],
+                              int(self.arrays["count_limit"][t]), pattern=pattern, name=name)
         forb, at_eos = self.follow(t)
-        return ByteDFA(self.class_tables[t][:, self.class_of_byte], self.accepting[t],
-                       pattern=pattern, name=name, follow_forbidden=forb,
+        return ByteDFA(table, self.accepting[t], pattern=pattern, name=name, follow_forbidden=forb,
                        follow_forbidden_at_eos=at_eos)
 
 
@@ -299,6 +322,19 @@ def _build_tables(names, patterns, max_states, progress):
         ff_offsets = np.zeros(n_states + 1, dtype=np.int32)
         eos = np.zeros(n_states, dtype=np.uint8)
         ff_bytes = np.zeros(0, dtype=np.uint8)
-    return {"class_of_byte": class_of, "trans": np.ascontiguousarray(trans), "offsets": offsets,
-            "accepting": accepting, "eos_forbidden": eos, "ff_bytes": ff_bytes,
-            "ff_offsets": ff_offsets}
+    arrays = {"class_of_byte": class_of, "trans": np.ascontiguousarray(trans), "offsets": offsets,
+              "accepting": accepting, "eos_forbidden": eos, "ff_bytes": ff_bytes,
+              "ff_offsets": ff_offsets}
+    if any(isinstance(d, CountedDFA) for d in dfas):
+        # character counters (CountedDFA): the bound per terminal (-1: none), and per
+        # base state whether entering it completes a character and the fewest
+        # characters left to an accepting state
+        arrays["count_limit"] = np.array([d.max_chars if isinstance(d, CountedDFA) else -1
+                                          for d in dfas], dtype=np.int32)
+        arrays["char_end"] = np.concatenate(
+            [d.char_end if isinstance(d, CountedDFA) else np.zeros(d.n_states, np.uint8)
+             for d in dfas]).astype(np.uint8)
+        arrays["min_chars"] = np.concatenate(
+            [d.min_chars if isinstance(d, CountedDFA) else np.zeros(d.n_states, np.int32)
+             for d in dfas]).astype(np.int32)
+    return arrays

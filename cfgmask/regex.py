@@ -73,6 +73,7 @@ backreferences, conditionals, atomic groups and possessive repeats, and
 automata larger than ``max_states``.
 """
 
+import collections
 from bisect import bisect_left
 from functools import lru_cache
 import re
@@ -213,6 +214,102 @@ class ByteDFA:
 
     def __repr__(self):
         return f"ByteDFA(name={self.name!r}, pattern={self.pattern!r}, n_states={self.n_states})"
+
+
+class CountedDFA(ByteDFA):
+    """A :class:`ByteDFA` whose lexemes may complete at most ``max_chars`` characters.
+
+    Some languages are a small automaton with a length bound on top, such
+    as a JSON string of at most 100 words and at most 5,000 characters: the
+    product automaton needs a state per (words, characters) pair, 500,000 of
+    them, of which a document visits a few thousand.  Here the bound is a
+    counter stepped next to the automaton instead, and the runtime builds the
+    union states that a document reaches, as it does for everything else.
+
+    ``trans``/``accepting`` are the *uncounted* automaton (``n_states`` its
+    states, "base states"), trimmed and with start 0 as for any ByteDFA.
+    ``char_end[q]`` is 1 when entering base state ``q`` completes a
+    character; ``min_chars[q]`` is the fewest characters a path from ``q``
+    completes before it accepts (computed here, so that the invariant
+    "every live state can still accept" holds with the counter too).  A
+    counted state is ``n * n_states + q``: ``n`` characters completed, base
+    state ``q``; it is live iff ``n + min_chars[q] <= max_chars``.  Every
+    method below (``run``, ``can_end``, ``matches``) takes and returns
+    counted states, so the language of this object is the bounded one.
+    Readers of ``trans`` alone see a superset: the lexer steps the counter
+    (``_fast/_lexer.pyx``), and the slices skip counted terminals.
+    """
+
+    __slots__ = ("char_end", "min_chars", "max_chars")
+
+    def __init__(self, trans, accepting, char_end, max_chars, pattern="", name="?"):
+        super().__init__(trans, accepting, pattern=pattern, name=name)
+        self.char_end = np.ascontiguousarray(char_end, dtype=np.uint8)
+        self.max_chars = int(max_chars)
+        if len(self.char_end) != self.n_states:
+            raise ValueError("char_end needs one entry per state")
+        if self.max_chars < 0 or (self.max_chars + 1) * self.n_states >= 2 ** 31:
+            raise ValueError(f"max_chars {max_chars} x {self.n_states} states does not fit a state id")
+        self.min_chars = _min_chars_to_accept(self.trans, self.accepting, self.char_end)
+
+    def base_state(self, state):
+        return state % self.n_states
+
+    def run(self, data: bytes, state: int = 0) -> int:
+        n, q = divmod(state, self.n_states) if state >= 0 else (0, -1)
+        trans = self.trans
+        for byte in data:
+            if q < 0:
+                return -1
+            q = int(trans[q, byte])
+            if q < 0:
+                return -1
+            n += int(self.char_end[q])
+            if n + int(self.min_chars[q]) > self.max_chars:
+                return -1
+        return n * self.n_states + q if q >= 0 else -1
+
+    def can_end(self, state: int, next_byte=None) -> bool:
+        return state >= 0 and super().can_end(state % self.n_states, next_byte)
+
+    def is_prefix(self, data: bytes) -> bool:
+        return self.run(data) >= 0
+
+    def __repr__(self):
+        return (f"CountedDFA(name={self.name!r}, n_states={self.n_states}, "
+                f"max_chars={self.max_chars})")
+
+
+def _min_chars_to_accept(trans, accepting, char_end):
+    """int32 per state: the fewest completed characters on a path to acceptance
+    (0-1 breadth-first search backwards from the accepting states; a state that
+    cannot accept gets 2**30)."""
+    n = trans.shape[0]
+    src, byte = np.nonzero(trans >= 0)
+    dst = trans[src, byte]
+    pairs = np.unique(dst.astype(np.int64) * n + src)          # (target, source), once each
+    dst, src = (pairs // n).tolist(), (pairs % n).tolist()
+    preds = [[] for _ in range(n)]
+    for d_, s_ in zip(dst, src):
+        preds[d_].append(s_)
+    far = 1 << 30
+    dist = [far] * n
+    todo = collections.deque()
+    for q in np.flatnonzero(accepting).tolist():
+        dist[q] = 0
+        todo.append(q)
+    cost = char_end.tolist()
+    while todo:
+        v = todo.popleft()
+        d = dist[v] + cost[v]      # entering v completes cost[v] characters
+        for u in preds[v]:
+            if d < dist[u]:
+                dist[u] = d
+                if cost[v]:
+                    todo.append(u)
+                else:
+                    todo.appendleft(u)
+    return np.asarray(dist, dtype=np.int32)
 
 
 def _too_large(name, limit, what):
@@ -1122,9 +1219,11 @@ def _memo_get(pattern, name, max_states, rename=True):
     if dfa.n_states > max_states:
         raise _too_large(name, max_states, "DFA")
     if rename and dfa.name != name:  # same tables, the caller's name for messages
-        renamed = ByteDFA.__new__(ByteDFA)
-        for slot in ByteDFA.__slots__:
-            setattr(renamed, slot, getattr(dfa, slot))
+        cls = type(dfa)
+        renamed = cls.__new__(cls)
+        for klass in cls.__mro__:
+            for slot in getattr(klass, "__slots__", ()):
+                setattr(renamed, slot, getattr(dfa, slot))
         renamed.name = name
         dfa = renamed
     return dfa

@@ -239,6 +239,8 @@ def derive(grammar, lexer_spec):
 
     prefix, runs = {}, set()
     for t, name in enumerate(grammar.terminal_names):
+        if lexer_spec.counted(t):
+            continue    # its automaton alone over-approximates it: no bound, no slice
         p, run_slices = _terminal_slices(grammar.terminal_patterns[t], lexer_spec.class_tables[t],
                                          lambda: lexer_spec.dfa(t))
         if p is None:

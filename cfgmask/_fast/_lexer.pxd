@@ -10,6 +10,8 @@ cdef struct LexTablesC:
     uint8_t* any_accept   # [max_states]
     int32_t* accept_id    # [max_states] id of the accepting-terminal set (equal sets, equal ids; 0 = none)
     uint8_t* restricted   # [max_states] some accepting terminal has a trailing lookahead
+    uint8_t* char_end     # [max_states] entering it completed a character (counted terminals)
+    uint8_t* counted      # [max_states] it has a counted pair with a count above 0 (see resaturate)
     int32_t* end_trans    # [max_states * (n_classes + 1)] "ended before class c" state + 1; 0 unknown
     int32_t n_states
     int32_t max_states
@@ -29,6 +31,17 @@ cdef class LazyDFA:
     cdef const int32_t** term_forb    # [T] -> [n_states_t] row of forb_bits, -1 none
     cdef const uint64_t* forb_bits    # [n_forb * fw] classes (n_classes = end of input) a lexeme may not end before
     cdef int32_t fw
+    # character counters (cfgmask.regex.CountedDFA terminals): a counted terminal's
+    # state is n * term_nq[t] + q (n characters completed, base state q)
+    cdef readonly bint has_counters
+    cdef readonly int max_token_bytes   # -1: counters keep every character
+    cdef int32_t* count_limit         # [T] characters the state counts up to, -1: not counted
+    cdef int32_t* count_offset        # [T] characters left uncounted (the bound minus count_limit)
+    cdef int32_t min_count_offset      # the smallest positive count_offset
+    cdef int32_t* zeroed              # [max_states] the state with every count at 0, + 1; 0 unknown
+    cdef int32_t* term_nq             # [T] base states
+    cdef const uint8_t** term_char_end    # [T] -> [n_states_t] entering q completes a character
+    cdef const int32_t** term_min_chars   # [T] -> [n_states_t] fewest characters left to accept
     # product-state keys: (terminal, state) pairs, terminal ascending; "ended" keys start with -1
     cdef int32_t* key_pool
     cdef int64_t pool_n
@@ -61,6 +74,11 @@ cdef class LazyDFA:
     cdef int32_t _start_for(self, const uint64_t* allowed) except -2 nogil
     cdef int32_t _intern(self, const int32_t* key, int32_t n) except -2 nogil
     cdef int32_t _aset_id(self, const uint64_t* bits) except -2 nogil
+    cdef int32_t _base(self, int32_t t, int32_t st) noexcept nogil
+    cdef int32_t _term_step(self, int32_t t, int32_t st, int cls) noexcept nogil
+    cdef void _count_flags(self, int32_t s, const int32_t* key, int32_t n) noexcept nogil
+    cdef int32_t resaturate(self, int32_t s, int32_t n) except -2 nogil
+    cdef int32_t _resaturate(self, int32_t s, int32_t n) except -2 nogil
     cdef int _grow_starts(self) except -1 nogil
     cdef int _grow_hash(self) except -1 nogil
 

@@ -70,7 +70,7 @@ cdef int _raise_too_many_states(int32_t limit) except -1 nogil:
 cdef class LazyDFA:
     """Transition table of the union automaton of a grammar's terminals, filled on demand."""
 
-    def __cinit__(self, spec, int max_states=200000):
+    def __cinit__(self, spec, int max_states=200000, int max_token_bytes=-1):
         cdef int32_t T = spec.n_terminals
         cdef int nc = spec.n_classes
         cdef int nw = spec.n_words
@@ -109,6 +109,8 @@ cdef class LazyDFA:
         cdef const uint8_t[::1] v_acc = acc
         cdef const int32_t[::1] v_forb = forb
         cdef const uint64_t[::1] v_u64 = forb_bits
+        cdef const uint8_t[::1] v_char_end
+        cdef const int32_t[::1] v_min_chars
         cdef int64_t lo, hi
         for t in range(T):
             lo = offsets[t]
@@ -117,6 +119,47 @@ cdef class LazyDFA:
             self.term_acc[t] = &v_acc[lo] if hi > lo else &v_acc[0]
             self.term_forb[t] = &v_forb[lo] if hi > lo else &v_forb[0]
         self.forb_bits = &v_u64[0]
+        self.count_limit = <int32_t*>calloc(max(1, T), sizeof(int32_t))
+        self.count_offset = <int32_t*>calloc(max(1, T), sizeof(int32_t))
+        self.term_nq = <int32_t*>calloc(max(1, T), sizeof(int32_t))
+        self.term_char_end = <const uint8_t**>calloc(max(1, T), sizeof(uint8_t*))
+        self.term_min_chars = <const int32_t**>calloc(max(1, T), sizeof(int32_t*))
+        if (self.count_limit == NULL or self.count_offset == NULL or self.term_nq == NULL
+                or self.term_char_end == NULL
+                or self.term_min_chars == NULL):
+            raise MemoryError()
+        self.max_token_bytes = max_token_bytes
+        counters = spec.counter_tables()
+        self.has_counters = counters is not None
+        for t in range(T):
+            self.count_limit[t] = -1
+            self.term_nq[t] = offsets[t + 1] - offsets[t]
+        if counters is not None:
+            limit = np.ascontiguousarray(counters[0], dtype=np.int32)
+            char_end = np.ascontiguousarray(counters[1], dtype=np.uint8)
+            min_chars = np.ascontiguousarray(counters[2], dtype=np.int32)
+            self._keep = self._keep + (char_end, min_chars)
+            v_char_end = char_end
+            v_min_chars = min_chars
+            self.min_count_offset = 2 ** 30
+            for t in range(T):
+                lo = offsets[t]
+                hi = offsets[t + 1]
+                if limit[t] >= 0 and hi > lo:
+                    # Count only the last characters a token can reach: with tokens of at
+                    # most max_token_bytes bytes, the first (bound - keep) characters of a
+                    # lexeme cannot bring any token near the bound, so states that differ
+                    # only there are one state (the matcher resets the count while it is
+                    # in them: resaturate).  Without a vocabulary every character counts.
+                    keep = limit[t]
+                    if max_token_bytes >= 0:
+                        keep = min(keep, max_token_bytes + int(min_chars[lo:hi].max()) + 1)
+                    self.count_limit[t] = keep
+                    self.count_offset[t] = limit[t] - keep
+                    if 0 < limit[t] - keep < self.min_count_offset:
+                        self.min_count_offset = limit[t] - keep
+                    self.term_char_end[t] = &v_char_end[lo]
+                    self.term_min_chars[t] = &v_min_chars[lo]
         # per-state tables, sized once
         self.c.trans = <int32_t*>cfg_zalloc(<size_t>max_states * nc * sizeof(int32_t))
         self.c.accept = <uint64_t*>cfg_zalloc(<size_t>max_states * nw * sizeof(uint64_t))
@@ -124,6 +167,12 @@ cdef class LazyDFA:
         self.c.accept_id = <int32_t*>cfg_zalloc(<size_t>max_states * sizeof(int32_t))
         self.c.restricted = <uint8_t*>cfg_zalloc(max_states)
         self.c.end_trans = <int32_t*>cfg_zalloc(<size_t>max_states * (nc + 1) * sizeof(int32_t))
+        if self.has_counters:
+            self.c.char_end = <uint8_t*>cfg_zalloc(max_states)
+            self.c.counted = <uint8_t*>cfg_zalloc(max_states)
+            self.zeroed = <int32_t*>cfg_zalloc(<size_t>max_states * sizeof(int32_t))
+            if self.c.char_end == NULL or self.c.counted == NULL or self.zeroed == NULL:
+                raise MemoryError(f"cannot reserve lexer tables for {max_states} states")
         self.key_off = <int64_t*>cfg_zalloc(<size_t>max_states * sizeof(int64_t))
         self.key_len = <int32_t*>cfg_zalloc(<size_t>max_states * sizeof(int32_t))
         self.key_buf = <int32_t*>malloc(sizeof(int32_t) * (2 * T + 2))
@@ -170,6 +219,14 @@ cdef class LazyDFA:
         free(self.term_trans)
         free(self.term_acc)
         free(self.term_forb)
+        free(self.count_limit)
+        free(self.count_offset)
+        cfg_zfree(self.c.char_end)
+        cfg_zfree(self.c.counted)
+        cfg_zfree(self.zeroed)
+        free(self.term_nq)
+        free(self.term_char_end)
+        free(self.term_min_chars)
         cfg_zfree(self.c.trans)
         cfg_zfree(self.c.accept)
         cfg_zfree(self.c.any_accept)
@@ -226,6 +283,93 @@ cdef class LazyDFA:
         self.n_asets += 1
         return self.n_asets - 1
 
+    cdef int32_t _base(self, int32_t t, int32_t st) noexcept nogil:
+        """Terminal ``t``'s automaton state in its state ``st`` (they differ for a counter)."""
+        if self.has_counters and self.count_limit[t] >= 0:
+            return st % self.term_nq[t]
+        return st
+
+    cdef int32_t _term_step(self, int32_t t, int32_t st, int cls) noexcept nogil:
+        """Terminal ``t``'s state after a byte of class ``cls`` from ``st``; -1 dead.
+        A counter dies once the characters completed plus the fewest still needed
+        to accept exceed its limit, so a live state can always still accept."""
+        cdef int nc = self.c.n_classes
+        cdef int32_t nq, q, n, nxt
+        if not self.has_counters or self.count_limit[t] < 0:
+            return self.term_trans[t][<int64_t>st * nc + cls]
+        nq = self.term_nq[t]
+        q = st % nq
+        n = st // nq
+        nxt = self.term_trans[t][<int64_t>q * nc + cls]
+        if nxt < 0:
+            return -1
+        n += self.term_char_end[t][nxt]
+        if n + self.term_min_chars[t][nxt] > self.count_limit[t]:
+            return -1
+        return n * nq + nxt
+
+    cdef void _count_flags(self, int32_t s, const int32_t* key, int32_t n) noexcept nogil:
+        """``char_end[s]`` and ``counted[s]`` of a new state from its key."""
+        cdef int32_t j, t, q, nq
+        cdef uint8_t ce = 0, cnt = 0
+        for j in range(n & 1, n, 2):
+            t = key[j]
+            if self.count_limit[t] < 0:
+                continue
+            nq = self.term_nq[t]
+            q = key[j + 1] % nq
+            if self.term_char_end[t][q]:
+                ce = 1
+            if key[j + 1] >= nq and self.count_offset[t] > 0:
+                cnt = 1
+        self.c.char_end[s] = ce
+        self.c.counted[s] = cnt
+
+    cdef int32_t resaturate(self, int32_t s, int32_t n) except -2 nogil:
+        """The state ``s`` stands for when its lexeme has completed ``n`` characters:
+        each counted terminal's count becomes ``max(0, n - count_offset)``, its true
+        count among the characters it keeps (see ``__cinit__``).  ``s`` itself when
+        nothing changes; only states with ``counted[s]`` can change."""
+        cdef int32_t r
+        cfg_rmutex_lock(&self.lock)
+        try:
+            r = self._resaturate(s, n)
+        finally:
+            cfg_rmutex_unlock(&self.lock)
+        return r
+
+    cdef int32_t _resaturate(self, int32_t s, int32_t n) except -2 nogil:
+        cdef int32_t klen = self.key_len[s]
+        cdef const int32_t* key = &self.key_pool[self.key_off[s]]
+        cdef int32_t j, t, st, q, u, nq, target, r
+        cdef bint changed = False
+        cdef bint all_zero = n <= self.min_count_offset
+        if all_zero and self.zeroed[s]:
+            return self.zeroed[s] - 1
+        if klen & 1:
+            self.key_buf[0] = key[0]
+        for j in range(klen & 1, klen, 2):
+            t = key[j]
+            st = key[j + 1]
+            if self.count_limit[t] >= 0 and self.count_offset[t] > 0:
+                nq = self.term_nq[t]
+                q = st % nq
+                u = st // nq
+                target = n - self.count_offset[t]
+                if target < 0:
+                    target = 0
+                if target != u:
+                    st = target * nq + q
+                    changed = True
+            self.key_buf[j] = t
+            self.key_buf[j + 1] = st
+        if not changed:
+            return s
+        r = self._intern(self.key_buf, klen)
+        if all_zero:
+            self.zeroed[s] = r + 1
+        return r
+
     cdef int32_t _intern(self, const int32_t* key, int32_t n) except -2 nogil:
         """The state with key ``key[:n]``, created (with its accepting set) if new."""
         cdef uint64_t h = _hash_key(key, n)
@@ -264,13 +408,15 @@ cdef class LazyDFA:
         acc = &self.c.accept[<int64_t>s * self.c.n_words]
         for j in range(ended, n, 2):
             t = key[j]
-            st = key[j + 1]
+            st = self._base(t, key[j + 1])
             if self.term_acc[t][st]:
                 acc[t >> 6] |= (<uint64_t>1) << (t & 63)
                 if self.term_forb[t][st] >= 0:
                     restricted = 1
         for j in range(self.c.n_words):
             any |= acc[j]
+        if self.has_counters:
+            self._count_flags(s, key, n)
         self.c.any_accept[s] = 1 if any else 0
         self.c.restricted[s] = 0 if ended else restricted
         self.c.accept_id[s] = self._aset_id(acc)
@@ -329,7 +475,7 @@ cdef class LazyDFA:
         else:
             for j in range(0, n, 2):
                 t = key[j]
-                nxt = self.term_trans[t][<int64_t>key[j + 1] * nc + cls]
+                nxt = self._term_step(t, key[j + 1], cls)
                 if nxt >= 0:
                     self.key_buf[m] = t
                     self.key_buf[m + 1] = nxt
@@ -362,9 +508,9 @@ cdef class LazyDFA:
         for j in range(n & 1, n, 2):
             t = key[j]
             st = key[j + 1]
-            if not self.term_acc[t][st]:
+            if not self.term_acc[t][self._base(t, st)]:
                 continue
-            f = self.term_forb[t][st]
+            f = self.term_forb[t][self._base(t, st)]
             if f >= 0 and (self.forb_bits[<int64_t>f * self.fw + (cls >> 6)] >> (cls & 63)) & 1:
                 continue
             self.key_buf[m] = t

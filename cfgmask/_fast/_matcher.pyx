@@ -360,6 +360,10 @@ cdef class Runtime:
         self.f_n = fb.shape[0]
         self.n_nodes = nb.shape[0]
         self.max_depth = trie.max_depth if nd.size else 0   # (the trie's, computed once)
+        if dfa.has_counters and not 0 <= self.max_depth <= dfa.max_token_bytes:
+            # its counters only keep the characters tokens this long can reach
+            raise ValueError(f"the lexer was built for tokens of at most {dfa.max_token_bytes} "
+                             f"bytes, this vocabulary has {self.max_depth}")
         self.n_tokens = len(token_offsets) - 1
         self.vocab_size = vocab_size
         self.words = (vocab_size + 31) // 32
@@ -1302,6 +1306,7 @@ cdef class MatcherCore:
     cdef Rows rows
     cdef int32_t* st_lex
     cdef int32_t* st_nrows
+    cdef int32_t* st_chars    # characters the pending lexeme has completed (counted terminals)
     cdef uint8_t* st_byte
     cdef int32_t depth
     cdef int32_t cap
@@ -1324,13 +1329,14 @@ cdef class MatcherCore:
         self.cap = 256
         self.st_lex = <int32_t*>malloc(sizeof(int32_t) * self.cap)
         self.st_nrows = <int32_t*>malloc(sizeof(int32_t) * self.cap)
+        self.st_chars = <int32_t*>malloc(sizeof(int32_t) * self.cap)
         self.st_byte = <uint8_t*>malloc(self.cap)
         self.memo_key = <int64_t*>malloc(sizeof(int64_t) * MEMO_SIZE)
         self.memo_val = <int32_t*>malloc(sizeof(int32_t) * MEMO_SIZE)
         self.memo_acc = <uint8_t*>malloc(MEMO_SIZE)
         self.cap_tok = 64
         self.tokd = <int64_t*>malloc(sizeof(int64_t) * self.cap_tok)
-        if (self.st_lex == NULL or self.st_nrows == NULL or self.st_byte == NULL
+        if (self.st_lex == NULL or self.st_nrows == NULL or self.st_byte == NULL or self.st_chars == NULL
                 or self.memo_key == NULL or self.memo_val == NULL or self.memo_acc == NULL
                 or self.tokd == NULL):
             _raise_memory("matcher")
@@ -1348,6 +1354,7 @@ cdef class MatcherCore:
             cfg_rmutex_destroy(&self.lock)
         free(self.st_lex)
         free(self.st_nrows)
+        free(self.st_chars)
         free(self.st_byte)
         free(self.memo_key)
         free(self.memo_val)
@@ -1366,6 +1373,7 @@ cdef class MatcherCore:
         self.depth = 0
         self.st_lex[0] = self.rows.initial_lex
         self.st_nrows[0] = 1
+        self.st_chars[0] = 0
         self.st_byte[0] = 0
         self.n_tok = 0
         self.finished = False
@@ -1388,6 +1396,11 @@ cdef class MatcherCore:
             with gil:
                 _raise_memory("byte stack")
         self.st_nrows = p2
+        p2 = <int32_t*>realloc(self.st_chars, sizeof(int32_t) * newcap)
+        if p2 == NULL:
+            with gil:
+                _raise_memory("byte stack")
+        self.st_chars = p2
         p3 = <uint8_t*>realloc(self.st_byte, newcap)
         if p3 == NULL:
             with gil:
@@ -1400,12 +1413,21 @@ cdef class MatcherCore:
         self.depth = d
         self.rows.n_rows = self.st_nrows[d]
 
-    cdef inline void _push(self, int32_t lex, int32_t nrows, uint8_t b) noexcept nogil:
+    cdef inline void _push(self, int32_t lex, int32_t nrows, uint8_t b, int32_t chars) noexcept nogil:
         cdef int32_t d = self.depth + 1
         self.st_lex[d] = lex
         self.st_nrows[d] = nrows
+        self.st_chars[d] = chars
         self.st_byte[d] = b
         self.depth = d
+
+    cdef inline int32_t _counted(self, int32_t* t, int32_t chars) except -1 nogil:
+        """Characters completed after entering lexer state ``t[0]`` with ``chars``
+        before; resaturates ``t[0]`` (``LazyDFA.resaturate``) when it counts."""
+        chars += self.rt.dfa.c.char_end[t[0]]
+        if self.rt.dfa.c.counted[t[0]]:
+            t[0] = self.rt.dfa.resaturate(t[0], chars)
+        return chars
 
     cdef int push_byte(self, uint8_t b) except -1 nogil:
         """1 if ``b`` is accepted (pushed), 0 if rejected (stack unchanged). Needs capacity."""
@@ -1413,8 +1435,11 @@ cdef class MatcherCore:
         cdef int32_t s = self.st_lex[d]
         cdef int32_t t = lex_step(self.rt.dfa, s, b)
         cdef int32_t s0
+        cdef int32_t chars = 0
         if t != 0:
-            self._push(t, self.st_nrows[d], b)
+            if self.rt.dfa.has_counters:
+                chars = self._counted(&t, self.st_chars[d])
+            self._push(t, self.st_nrows[d], b, chars)
             return 1
         if not self.rt.dfa.c.any_accept[s]:
             return 0
@@ -1429,7 +1454,9 @@ cdef class MatcherCore:
         if t == 0:
             self.rows.n_rows = self.st_nrows[d]
             return 0
-        self._push(t, self.rows.n_rows, b)
+        if self.rt.dfa.has_counters:
+            chars = self._counted(&t, 0)
+        self._push(t, self.rows.n_rows, b, chars)
         return 1
 
     cdef int walk(self, int32_t lo, int32_t hi, uint32_t* mask) except -1 nogil:
@@ -1801,6 +1828,7 @@ cdef class MatcherCore:
             m._reserve(self.depth + 2)
             memcpy(m.st_lex, self.st_lex, sizeof(int32_t) * (self.depth + 1))
             memcpy(m.st_nrows, self.st_nrows, sizeof(int32_t) * (self.depth + 1))
+            memcpy(m.st_chars, self.st_chars, sizeof(int32_t) * (self.depth + 1))
             memcpy(m.st_byte, self.st_byte, self.depth + 1)
             m.depth = self.depth
             while m.cap_tok < self.n_tok:

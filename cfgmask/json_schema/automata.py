@@ -28,7 +28,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..regex import ByteDFA, _minimize_and_trim, _renumber_bfs, compile_regex, remember_dfa
+from ..regex import ByteDFA, CountedDFA, _minimize_and_trim, _renumber_bfs, compile_regex, remember_dfa
 from . import strings as S
 
 _QUOTE = 0x22
@@ -68,10 +68,16 @@ def _finish(trans, accepting, pattern, minimize=True):
     live = _co_reachable(trans, accepting)
     if not live[0]:
         return empty_dfa(pattern)
-    # every live state is reachable from 0 through live states: compacting keeps 0 first
+    return ByteDFA(_trimmed(trans, live), accepting[live], pattern=pattern)
+
+
+def _trimmed(trans, live):
+    """``trans`` restricted to the ``live`` states (``live[0]`` true), renumbered
+    in order: every live state is reachable from 0 through live states, so
+    compacting keeps 0 first."""
     new_id = np.where(live, np.cumsum(live) - 1, -1)
     trans = np.where(trans >= 0, new_id[np.maximum(trans, 0)], -1)[live].astype(np.int32)
-    return ByteDFA(np.ascontiguousarray(trans), accepting[live], pattern=pattern)
+    return np.ascontiguousarray(trans)
 
 
 def _co_reachable(trans, accepting):
@@ -99,12 +105,25 @@ def accepts(dfa, data):
 # -------------------------------------------------------------- products
 
 def product(a, b, mode, pattern, minimize=True):
-    """``a`` and ``b`` (``"and"``), ``a`` and not ``b`` (``"minus"``) or either (``"or"``).
+    """``a`` and ``b`` (``"and"``), ``a`` and not ``b`` (``"minus"``) or either (``"or"``)."""
+    trans, accepting, _, _ = _product_table(a, b, mode)
+    return _finish(trans, accepting, pattern, minimize)
+
+
+def _product_table(a, b, mode):
+    """The reachable pairs of ``a`` x ``b``: ``(trans [n, 256], accepting, pa, pb)``,
+    pair ``i`` = (``pa[i]``, ``pb[i]``), an index ``a.n_states`` / ``b.n_states``
+    meaning "dead on that side"; not trimmed.
 
     Built over the byte classes the two automata share (bytes that both send
     the same way stay together), so each breadth-first level reads a few
     columns instead of 256: a product of two digit automata has about 13.
     """
+    if isinstance(a, CountedDFA) or isinstance(b, CountedDFA):
+        # its table alone is a superset of its language
+        from .errors import Unsupported
+        raise Unsupported("maxLength", "a counted maxLength cannot be combined with further "
+                          "constraints")
     na, nb = a.n_states, b.n_states
     ca, cb = a.column_class(), b.column_class()
     _, reps, class_of = np.unique(ca.astype(np.int32) * 256 + cb, return_index=True,
@@ -156,15 +175,15 @@ def product(a, b, mode, pattern, minimize=True):
     for fr, mapped in rows:
         trans[fr] = mapped
     trans = trans[:, class_of.ravel()]
-    acc_a = a_acc[np.asarray(pa)]
-    acc_b = b_acc[np.asarray(pb)]
+    pa, pb = np.asarray(pa), np.asarray(pb)
+    acc_a, acc_b = a_acc[pa], b_acc[pb]
     if mode == "and":
         accepting = acc_a & acc_b
     elif mode == "minus":
         accepting = acc_a & ~acc_b
     else:
         accepting = acc_a | acc_b
-    return _finish(trans, accepting, pattern, minimize)
+    return trans, accepting, pa, pb
 
 
 def union(a, a_text, b, b_text, owner):
@@ -301,6 +320,63 @@ def bounded_string_dfa(lo, hi, quoted=True, canonical=False):
     dfa = _finish(trans, accepting, text, minimize=False)
     remember_dfa(text, dfa)
     return dfa, text
+
+
+def _char_position_dfa(canonical):
+    """JSON strings (quotes included) with the character boundaries marked: state
+    0 before the opening quote, 1 after the closing one, ``2 + g`` inside a
+    character in state ``g`` of the one-character automaton (``2``: right
+    after the opening quote), ``2 + k``: right after a character ends (a copy
+    of ``2``, told apart so that entering it is what "a character completed"
+    means).  Returns ``(dfa, char_end_state)``."""
+    gtrans, gfinal = json_char_dfa(canonical)
+    k = gtrans.shape[0]
+    done = 2 + k
+    trans = np.full((3 + k, 256), -1, np.int32)
+    trans[0, _QUOTE] = 2
+    inner = np.where(gtrans == gfinal, done, np.where(gtrans >= 0, gtrans + 2, -1))
+    trans[2:2 + k] = inner
+    trans[done] = inner[0]
+    trans[2, _QUOTE] = trans[done, _QUOTE] = 1
+    accepting = np.zeros(3 + k, bool)
+    accepting[1] = True
+    return ByteDFA(trans, accepting, pattern="(?#json string, characters marked)"), done
+
+
+def counted_string_dfa(dfa, text, hi, canonical, owner):
+    """The strings of ``dfa`` (quoted JSON strings) whose value has at most ``hi``
+    characters, as a :class:`~cfgmask.regex.CountedDFA`: the length is a
+    counter the lexer steps, not a product automaton (which needs a state
+    per (state, length) pair: 500,000 for "at most 100 words" and
+    ``maxLength`` 5000).  Pinned under ``(?#cfgmask: counted)(?=(?:"C{0,hi}")\\Z)(?:TEXT)``.
+
+    Exact: the product with the character-position automaton only marks
+    where a decoded character ends (JSON strings are a subset of its
+    language, so the language is ``dfa``'s), and the counter counts those
+    marks.
+    """
+    C = S.json_char(canonical)
+    # the comment keeps this text apart from the product automaton's (the same regex
+    # otherwise): set operations look automata up by text and must never meet a counter
+    pattern = f'(?#cfgmask: counted)(?=(?:"{C}{{0,{hi}}}")\\Z)(?:{text})'
+    cached = _lookup(pattern)
+    if cached is None:
+        pos, done = _char_position_dfa(canonical)
+        trans, accepting, _, pb = _product_table(dfa, pos, "and")
+        live = _co_reachable(trans, accepting)
+        if not live[0]:
+            cached = empty_dfa(pattern)
+        else:
+            try:
+                cached = CountedDFA(_trimmed(trans, live), accepting[live], pb[live] == done, hi,
+                                    pattern=pattern)
+            except ValueError as e:
+                from .errors import Unsupported
+                raise Unsupported("maxLength", str(e)) from None
+            if cached.min_chars[0] > hi:
+                cached = empty_dfa(pattern)
+    _pin(pattern, cached, owner)
+    return cached, pattern
 
 
 @lru_cache(maxsize=65536)

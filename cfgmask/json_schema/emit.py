@@ -46,7 +46,8 @@ DEFAULT_STYLE = "compact"
 FLEXIBLE_MAX_RUN = 8          # at most this many whitespace characters in one place
 PRETTY_INDENT = 2
 PRETTY_MAX_DEPTH = 16         # deeper levels keep the indentation of this level
-MAX_STRING_DFA = 256          # longer maxLength: chunked
+MAX_STRING_DFA = 256          # longer maxLength: chunked, or counted with a pattern
+COUNT_ABOVE = 20_000          # a maxLength whose product automaton would be bigger is counted
 CHUNK = 64
 MAX_ITEMS_UNROLLED = 100_000
 
@@ -94,7 +95,11 @@ def _compile(text, name, keyword):
 
 
 def string_dfa(st, norm, pins, canonical=False):
-    """``(dfa, text)`` of a :class:`~.normalize.Str` alternative as one whole-string terminal."""
+    """``(dfa, text)`` of a :class:`~.normalize.Str` alternative as one whole-string terminal.
+
+    A ``maxLength`` whose product with the other constraints would be too
+    large an automaton becomes a character counter stepped next to it
+    (:func:`~.automata.counted_string_dfa`)."""
     positives = []  # (dfa, text)
     widths = []
     for pattern, ptr in st.patterns:
@@ -109,23 +114,18 @@ def string_dfa(st, norm, pins, canonical=False):
         positives.append((_compile(text, f"format {f}", "format"), text))
     lo, hi = st.lo, st.hi
     implied = any(w[0] >= lo and (hi is None or (w[1] is not None and w[1] <= hi)) for w in widths)
+    count_to = None      # the maxLength left to a counter
     if (lo, hi) != (0, None) and not implied:
+        if hi is not None and (hi > MAX_STRING_DFA and positives or hi > 4 * MAX_STRING_DFA or positives
+                               and max(d.n_states for d, _ in positives) * (hi + 1) > COUNT_ABOVE):
+            # the product grows like (pattern states) x (hi + 1)
+            count_to, hi = hi, None
         if hi is None:
-            text = f'"{S.json_char(canonical)}{{{lo},}}"'
-            positives.append((compile_regex(text, name="string length"), text))
-        elif hi <= MAX_STRING_DFA or not positives:
-            # the product grows like (pattern states) x (hi + 1): give up early when too big
-            est = max((d.n_states for d, _ in positives), default=1) * (hi + 1)
-            if positives and est > A.MAX_STATES:
-                raise Unsupported("maxLength", f"maxLength {hi} with a pattern or format needs about "
-                                  f"{est} automaton states")
-            if hi > 4 * MAX_STRING_DFA:
-                raise Unsupported("maxLength", f"maxLength {hi} together with other string "
-                                  f"constraints needs a {hi}-character automaton")
-            positives.append(A.bounded_string_dfa(lo, hi, canonical=canonical))
+            if lo > 0:
+                text = f'"{S.json_char(canonical)}{{{lo},}}"'
+                positives.append((compile_regex(text, name="string length"), text))
         else:
-            raise Unsupported("maxLength", f"maxLength {hi} together with a pattern or format "
-                              f"needs a {hi}-character automaton")
+            positives.append(A.bounded_string_dfa(lo, hi, canonical=canonical))
     # (the emitter then tries spelling such strings character by character)
     if not positives:
         any_text = S.any_string(canonical)
@@ -142,6 +142,8 @@ def string_dfa(st, norm, pins, canonical=False):
         negatives.append(A.literal_set_dfa(st.excluded, canonical=canonical))
     for nd, nt in negatives:
         dfa, text = A.subtract(dfa, text, nd, nt, pins)
+    if count_to is not None and not A.is_empty(dfa):
+        dfa, text = A.counted_string_dfa(dfa, text, count_to, canonical, pins)
     if dfa.n_states > A.MAX_STATES:
         raise Unsupported("maxLength" if st.hi is not None else "pattern",
                           f"the string automaton has {dfa.n_states} states (limit {A.MAX_STATES})")
@@ -329,8 +331,6 @@ class Builder:
                 try:
                     res = string_dfa(alt, self.norm, self.pins, self.canonical)
                 except Unsupported as e:
-                    if n_strings == 1 and not no_chunk and self._spelled(sym, alt):
-                        continue
                     self._fail_or_skip(e, "string", alt.where)
                     loose = type(alt)()
                     loose.lo = alt.lo
@@ -373,68 +373,6 @@ class Builder:
             self.rule(cur, [full, nxt])
             cur = nxt
             k += 1
-
-    # ---- strings spelled character by character
-    def _spelled(self, sym, st):
-        """A pattern/format string with a length bound as one lexeme per character.
-
-        The automaton of "pattern and length" can be too large for one
-        terminal (a 254-character bound on an e-mail pattern: 35k states), but
-        the pattern's automaton over character classes (atoms) is small.  The
-        rules walk it: nonterminal (n, q) = n characters read, atom automaton
-        in state q, and each character is a one-character terminal of its
-        atom, so a lexeme is always exactly one character.  Used only where no
-        other string can start (the opening quote is a lexeme of its own).
-        Returns False when it does not apply (then the caller reports).
-        """
-        if st.not_patterns or st.not_formats or st.excluded or not (st.patterns or st.formats):
-            return False
-        lo, hi = st.lo, st.hi
-        if hi is not None and hi > 20_000:
-            return False
-        try:
-            decs = [S.pattern_to_decoded(p) for p, _ in st.patterns] + [S.FORMATS[f] for f in st.formats]
-            parts = S.atoms(decs)
-            dfas = [compile_regex(S.atom_regex(d, parts), name="atoms") for d in decs]
-        except (Unsupported, GrammarError):
-            return False
-        dfa = dfas[0]
-        for d in dfas[1:]:
-            dfa = A.product(dfa, d, "and", "(?!)")
-        trans, acc = dfa.trans, dfa.accepting
-        if ((hi if hi is not None else lo) + 1) * dfa.n_states > 200_000:
-            return False  # more (length, state) pairs than rules are worth
-        n_atoms = len(parts)
-        cols = [S._PLACEHOLDER + i for i in range(n_atoms)]
-        terms = [self.term(S.chars_text(tuple(parts[i]), self.canonical), "CHAR") for i in range(n_atoms)]
-        quote = self.term('"', "QUOTE")
-        cap = hi if hi is not None else lo   # unbounded: counts saturate at lo
-        ident = self._counter
-        self._counter += 1
-        budget = 400_000
-        first, _ = self.nt(("spelled", ident, 0, 0), f"spelled{ident}_0_0")
-        self.rule(sym, [quote, first])
-        todo = [(first, 0, 0)]
-        while todo:
-            s_, n, q = todo.pop()
-            if acc[q] and n >= lo:
-                self.rule(s_, [quote])
-            if hi is not None and n >= hi:
-                continue
-            n2 = n + 1 if hi is not None else min(n + 1, cap)
-            for i, c in enumerate(cols):
-                q2 = int(trans[q, c])
-                if q2 < 0:
-                    continue
-                nxt, new = self.nt(("spelled", ident, n2, q2), f"spelled{ident}_{n2}_{q2}")
-                if new:
-                    todo.append((nxt, n2, q2))
-                    budget -= 1
-                    if budget < 0:
-                        raise GrammarError("JSON schema: a length-bounded pattern needs too many rules",
-                                           where=st.where, construct="maxLength")
-                self.rule(s_, [terms[i], nxt])
-        return True
 
     # ---- literals
     def _literals(self, sym, values, depth):
