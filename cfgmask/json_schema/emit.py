@@ -116,17 +116,19 @@ def string_dfa(st, norm, pins, canonical=False):
     implied = any(w[0] >= lo and (hi is None or (w[1] is not None and w[1] <= hi)) for w in widths)
     count_to = None      # the maxLength left to a counter
     if (lo, hi) != (0, None) and not implied:
-        if hi is not None and (hi > MAX_STRING_DFA and positives or hi > 4 * MAX_STRING_DFA or positives
-                               and max(d.n_states for d, _ in positives) * (hi + 1) > COUNT_ABOVE):
+        if hi is not None:
             # the product grows like (pattern states) x (hi + 1)
-            count_to, hi = hi, None
+            pattern_states = max((d.n_states for d, _ in positives), default=0)
+            too_big = (hi > 4 * MAX_STRING_DFA or
+                       positives and (hi > MAX_STRING_DFA or pattern_states * (hi + 1) > COUNT_ABOVE))
+            if too_big:
+                count_to, hi = hi, None
         if hi is None:
             if lo > 0:
                 text = f'"{S.json_char(canonical)}{{{lo},}}"'
                 positives.append((compile_regex(text, name="string length"), text))
         else:
             positives.append(A.bounded_string_dfa(lo, hi, canonical=canonical))
-    # (the emitter then tries spelling such strings character by character)
     if not positives:
         any_text = S.any_string(canonical)
         positives.append((compile_regex(any_text, name="string"), any_text))
