@@ -11,7 +11,7 @@ Submodules are imported on first use so that ``import cfgmask`` stays cheap.
 __version__ = "0.1.0"
 
 from .errors import (BudgetExceeded, CfgmaskError, ConfigurationError, DeadEnd,
-                     GrammarError, TokenRejected)
+                     GrammarError, GrammarWarning, TokenRejected)
 
 _LAZY = {
     "Grammar": "grammar",
@@ -25,7 +25,7 @@ _LAZY = {
 __all__ = [
     "Grammar", "Vocabulary", "compile", "CompiledGrammar", "Matcher", "generate",
     "CfgmaskError", "GrammarError", "ConfigurationError", "BudgetExceeded",
-    "TokenRejected", "DeadEnd", "__version__",
+    "TokenRejected", "DeadEnd", "GrammarWarning", "__version__",
 ]
 
 

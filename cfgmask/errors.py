@@ -54,3 +54,15 @@ class DeadEnd(CfgmaskError):
         super().__init__(message)
         self.state = state
         self.prefix = prefix
+
+
+class GrammarWarning(UserWarning):
+    """The grammar compiles, but part of it may not mean what its author meant.
+
+    ``where`` names the terminal or rule.  The mask still follows the grammar
+    exactly as Lark reads it; the warning says how to write the intended one.
+    """
+
+    def __init__(self, message, where=None):
+        super().__init__(message)
+        self.where = where

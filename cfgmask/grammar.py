@@ -23,11 +23,12 @@ Invariants of a :class:`Grammar`:
 
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from .errors import GrammarError
+from .errors import GrammarError, GrammarWarning
 
 START_SYMBOL_NAME = "$start"
 
@@ -109,6 +110,26 @@ def _apply_at_start(g, text, lark_terminals):
             g.terminal_at_start[i] = True
 
 
+def _load_warnings(parser, source):
+    """The warnings (:class:`GrammarWarning`) of a loaded Lark grammar, as ``[[where, message]]``."""
+    from .lark_loader import ungrouped_alternations
+    where = source or "grammar"
+    out = []
+    for name, piece, joined in ungrouped_alternations(parser):
+        shown = joined if len(joined) <= 80 else joined[:77] + "..."
+        out.append([name, f"{where}: terminal {name}: the piece /{piece}/ has a top-level '|' and is "
+                          f"joined with other pieces; Lark does not group it (lark-parser/lark#1633), "
+                          f"so Lark, and cfgmask with it, read the terminal as /{shown}/, while "
+                          f"llguidance reads the alternatives as one group. Write (?:{piece}) if "
+                          f"you mean the group."])
+    return out
+
+
+def _warn(g):
+    for where, message in g.load_warnings:
+        warnings.warn(GrammarWarning(message, where=where), stacklevel=3)
+
+
 def word_boundary_bytes(byte_class, pragma="word_boundary"):
     """Bytes ``b`` with ``re.fullmatch(byte_class, chr(b))`` (``\\x80-\\xff`` means those bytes)."""
     try:
@@ -131,6 +152,8 @@ class Grammar:
     # builds them again in any process (cfgmask.json_schema): its lexer tables
     # and slice candidates then stay off the disk cache (docs/compile.md)
     terminal_automata_prebuilt = False
+    # [[where, message]] of the GrammarWarnings from_lark emits (kept with a cached grammar)
+    load_warnings = ()
 
     def __init__(self, *, terminal_names, terminal_patterns, terminal_is_ignore,
                  nonterminal_names, rules, start, word_boundary=b"", source=None,
@@ -231,6 +254,7 @@ class Grammar:
         key = grammar_cache.grammar_key(text, start, import_paths, word_boundary, source)
         cached = grammar_cache.load(key)
         if cached is not None:
+            _warn(cached)
             return cached
         # Lark loads it; every failure (bad regex, missing %import, runaway templates,
         # deep nesting) comes out as a GrammarError (see lark_loader)
@@ -244,7 +268,9 @@ class Grammar:
         lark_terminals = {t.name for t in parser.terminals}
         _apply_not_before(g, text, lark_terminals)
         _apply_at_start(g, text, lark_terminals)
+        g.load_warnings = _load_warnings(parser, source)
         grammar_cache.store(key, g, used_files)
+        _warn(g)
         return g
 
     @classmethod

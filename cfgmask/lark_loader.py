@@ -25,13 +25,19 @@ Invariants:
   construct (``%import``, ``encoding``, ``regex syntax``, ``nesting depth``,
   ``template expansion``, ``lark``), with the original exception as
   ``__cause__``.
+
+:func:`ungrouped_alternations` finds one place where Lark's reading of a
+terminal differs from the obvious one (and from llguidance's): a regex with a
+top-level ``|`` joined with other pieces, ``A: /x|y/ "z"``, which Lark
+compiles to ``x|yz`` (lark-parser/lark#1633).  cfgmask keeps Lark's reading,
+since Lark is the reference it is tested against, and warns.
 """
 
 import re
 
 from .errors import GrammarError
 
-__all__ = ["load", "check_templates", "check_expansion_size", "MAX_TEMPLATE_DEPTH",
+__all__ = ["load", "ungrouped_alternations", "check_templates", "check_expansion_size", "MAX_TEMPLATE_DEPTH",
            "MAX_TEMPLATE_INSTANCES", "MAX_TEMPLATE_NAME_CHARS", "MAX_BNF_ALTERNATIVES"]
 
 # Real grammars nest template instances a few levels deep (``sep{item{x}, ","}``);
@@ -320,3 +326,63 @@ def check_expansion_size(rule_defs, instances, where="grammar"):
                 "a? b? c? is 8 alternatives, (\"a\"|\"b\") ~ 16 is 65,536); move groups into "
                 "rules of their own", where=name, construct="expansion size")
     return total
+
+
+def _has_top_level_bar(rx):
+    """Whether the Python regex ``rx`` has a ``|`` outside every group and class."""
+    depth, i, n = 0, 0, len(rx)
+    while i < n:
+        c = rx[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i += 1
+            if i < n and rx[i] == "^":
+                i += 1
+            if i < n and rx[i] == "]":   # a "]" first in a class is literal
+                i += 1
+            while i < n and rx[i] != "]":
+                i += 2 if rx[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return True
+        i += 1
+    return False
+
+
+def ungrouped_alternations(parser):
+    """``[(terminal, piece, Lark's pattern)]`` for every terminal of the loaded
+    ``lark.Lark`` in which a piece with a top-level ``|`` is joined with other
+    pieces (directly or through a terminal it references), so that Lark's
+    pattern is ``x|yz`` where ``(?:x|y)z`` was meant.
+
+    Lark groups a piece under ``?``/``*``/``+``/``~`` and groups alternatives of
+    the grammar's own ``|``, but joins the pieces of a sequence as they are.
+    This replays Lark's own translation of each terminal's tree and looks at
+    what it joins.
+    """
+    from lark.load_grammar import PrepareLiterals, TerminalTreeToPattern, nr_deepcopy_tree
+
+    found = []
+
+    class _Joins(TerminalTreeToPattern):
+        def expansion(self, items):
+            if len(items) > 1:
+                for item in items:
+                    if _has_top_level_bar(item.to_regexp()):
+                        found.append(item.to_regexp())
+            return super().expansion(items)
+
+    joined = {t.name: t.pattern.to_regexp() for t in parser.terminals}
+    out = []
+    for name, (tree, _priority) in parser.grammar.term_defs:
+        if name not in joined:   # dropped by Lark: unused
+            continue
+        found.clear()
+        (PrepareLiterals() * _Joins()).transform(nr_deepcopy_tree(tree))
+        out.extend((name, piece, joined[name]) for piece in dict.fromkeys(found))
+    return out

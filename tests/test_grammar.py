@@ -223,3 +223,48 @@ def test_greedy_lexing_differs_from_lark_backtracking():
     m = cfgmask.compile(g, BYTE_VOCAB).matcher()
     assert m.consume_bytes(b"a: /x/\n") == len(b"a: /")
     assert lark_accepts(open(path).read(), "a: /x/\n")
+
+
+UNGROUPED = [
+    ('start: A\nA: /x|y/ "z"\n', True),          # Lark: x|yz
+    ('start: A\nT: /x|y/\nA: T "z"\n', True),    # through a terminal reference
+    ('start: A\nA: (/x|y/) "z"\n', True),        # Lark's parentheses do not group it either
+    ('start: A\nA: "z" /x|y/?\n', False),        # a quantified piece is grouped
+    ('start: A\nA: /(x|y)/ "z"\n', False),
+    ('start: A\nA: /x|y/i "z"\n', False),        # flags wrap it in (?i:...)
+    ('start: A\nA: /[|]/ "z"\n', False),
+    ('start: A\nA: /[]|]/ "z"\n', False),
+    ('start: A\nA: /\\|/ "z"\n', False),
+    ('start: A\nA: /x|y/\n', False),             # alone: nothing is joined to it
+]
+
+
+@pytest.mark.parametrize("text,warns", UNGROUPED)
+def test_ungrouped_alternation_in_a_terminal_warns(text, warns, tmp_path, monkeypatch):
+    """Lark joins ``/x|y/ "z"`` into ``x|yz`` (lark-parser/lark#1633); cfgmask
+    reads it the same way, and says so, also when the grammar comes from the
+    disk cache; the mask is Lark's language."""
+    import warnings
+    monkeypatch.setenv("CFGMASK_CACHE_DIR", str(tmp_path))
+    for _ in range(2):   # fresh, then from the disk cache
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            g = cfgmask.Grammar.from_lark(text)
+        found = [w.message for w in caught if isinstance(w.message, cfgmask.GrammarWarning)]
+        assert bool(found) is warns, [str(w) for w in found]
+        if warns:
+            assert found[0].where == "A" and "(?:x|y)" in str(found[0])
+    if warns:
+        for doc in ("x", "yz", "xz", "y"):
+            assert accepts(g, doc) == lark_accepts(text, doc), doc
+        assert accepts(g, "x") and not accepts(g, "xz")
+
+
+@pytest.mark.parametrize("name,dialect", [("json", None), ("javascript", None), ("sql", "sqlite"),
+                                          ("sql", "postgres"), ("sql", "mysql")])
+def test_bundled_grammars_load_without_warnings(name, dialect, tmp_path, monkeypatch):
+    import warnings
+    monkeypatch.setenv("CFGMASK_CACHE_DIR", str(tmp_path))   # a fresh load, not the cache
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cfgmask.GrammarWarning)
+        cfgmask.Grammar.from_lark(cfgmask.Grammar.builtin_text(name, dialect))
