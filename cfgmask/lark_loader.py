@@ -330,27 +330,15 @@ def check_expansion_size(rule_defs, instances, where="grammar"):
 
 def _has_top_level_bar(rx):
     """Whether the Python regex ``rx`` has a ``|`` outside every group and class."""
-    depth, i, n = 0, 0, len(rx)
-    while i < n:
-        c = rx[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "[":
-            i += 1
-            if i < n and rx[i] == "^":
-                i += 1
-            if i < n and rx[i] == "]":   # a "]" first in a class is literal
-                i += 1
-            while i < n and rx[i] != "]":
-                i += 2 if rx[i] == "\\" else 1
-        elif c == "(":
+    from .regex import unescaped_characters
+    depth = 0
+    for _, c in unescaped_characters(rx):
+        if c == "(":
             depth += 1
         elif c == ")":
             depth -= 1
         elif c == "|" and depth == 0:
             return True
-        i += 1
     return False
 
 

@@ -1160,6 +1160,31 @@ _DFA_PINNED = {}        # pattern -> [ByteDFA, owners]: automata compile_regex c
 _BUILD_S = {}           # pattern -> seconds compile_regex took to build its memoised automaton
 
 
+def unescaped_characters(pattern: str, start: int = 0):
+    """Yield ``(index, character)`` for each character of the regex text
+    ``pattern`` from ``start`` on that is neither escaped nor inside a
+    character class (escapes and whole classes are skipped), so that callers
+    can track group depth and find a top-level ``|`` on the text alone."""
+    i, n = start, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":   # a "]" first in a class is literal
+                i += 1
+            while i < n and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+            i += 1
+            continue
+        yield i, c
+        i += 1
+
+
 def build_cost(pattern: str) -> float:
     """Seconds :func:`compile_regex` spent building the memoised automaton of
     ``pattern``; 0.0 when it did not build it (not met yet, evicted, or handed

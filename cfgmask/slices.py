@@ -368,27 +368,14 @@ def _lookahead_body(pattern):
 
 def _group_end(pattern, i):
     """The index just past the group opened at ``pattern[i] == "("``, or None."""
-    depth, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "[":
-            i += 1
-            if i < n and pattern[i] == "^":
-                i += 1
-            if i < n and pattern[i] == "]":
-                i += 1       # a leading ] is literal
-            while i < n and pattern[i] != "]":
-                i += 2 if pattern[i] == "\\" else 1
-        elif c == "(":
+    depth = 0
+    for j, c in _rx.unescaped_characters(pattern, i):
+        if c == "(":
             depth += 1
         elif c == ")":
             depth -= 1
             if depth == 0:
-                return i + 1
-        i += 1
+                return j + 1
     return None
 
 
