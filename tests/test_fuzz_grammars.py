@@ -227,6 +227,7 @@ def test_random_grammars_only_raise_cfgmask_errors(seed):
 
 
 @pytest.mark.slow
+@pytest.mark.hours
 @pytest.mark.parametrize("seed", range(100, 110))
 def test_random_grammars_long(seed):
     outcomes = _fuzz(seed, 250)

@@ -74,6 +74,7 @@ def test_spider_full():
         assert _rate(records, c) >= 0.995, failures
 
 
+@pytest.mark.hours
 def test_js_corpus_full():
     corpora.require_js_corpus()
     records = _run("javascript", ["lark"], timeout=JS_TIMEOUT)
