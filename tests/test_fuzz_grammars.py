@@ -16,8 +16,8 @@ The oracles:
   (tests/reference.py, no code shared with the runtime);
 * every document completed with EOS parses with Lark.  Lark's dynamic
   Earley parser can take exponential time on these highly ambiguous
-  grammars (seed 106 of the long run: grammar 104 did not finish a
-  10-token document in 20 minutes), so each parse gets 10 s of wall time;
+  grammars (seed 106 of the long run: grammar 104 kept it busy for more
+  than 15 minutes on a 10-token document), so each parse gets 10 s of wall time;
   a parse that runs out is counted, not checked, and the tests allow
   few of them.
 
@@ -227,7 +227,6 @@ def test_random_grammars_only_raise_cfgmask_errors(seed):
 
 
 @pytest.mark.slow
-@pytest.mark.hours
 @pytest.mark.parametrize("seed", range(100, 110))
 def test_random_grammars_long(seed):
     outcomes = _fuzz(seed, 250)
