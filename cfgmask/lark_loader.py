@@ -37,8 +37,9 @@ import re
 
 from .errors import GrammarError
 
-__all__ = ["load", "ungrouped_alternations", "check_templates", "check_expansion_size", "MAX_TEMPLATE_DEPTH",
-           "MAX_TEMPLATE_INSTANCES", "MAX_TEMPLATE_NAME_CHARS", "MAX_BNF_ALTERNATIVES"]
+__all__ = ["load", "ungrouped_alternations", "check_templates", "check_expansion_size",
+           "MAX_TEMPLATE_DEPTH", "MAX_TEMPLATE_INSTANCES", "MAX_TEMPLATE_NAME_CHARS",
+           "MAX_BNF_ALTERNATIVES"]
 
 # Real grammars nest template instances a few levels deep (``sep{item{x}, ","}``);
 # a template that feeds itself a bigger argument grows by one level per round.
@@ -344,33 +345,44 @@ def _has_top_level_bar(rx):
 
 def ungrouped_alternations(parser):
     """``[(terminal, piece, Lark's pattern)]`` for every terminal of the loaded
-    ``lark.Lark`` in which a piece with a top-level ``|`` is joined with other
-    pieces (directly or through a terminal it references), so that Lark's
-    pattern is ``x|yz`` where ``(?:x|y)z`` was meant.
+    ``lark.Lark`` in which a regex ``piece`` with a top-level ``|`` is joined
+    with other pieces (directly, in parentheses or through a terminal it
+    references), so that Lark's pattern is ``x|yz`` where ``(?:x|y)z`` was meant.
 
-    Lark groups a piece under ``?``/``*``/``+``/``~`` and groups alternatives of
-    the grammar's own ``|``, but joins the pieces of a sequence as they are.
-    This replays Lark's own translation of each terminal's tree and looks at
-    what it joins.
+    Lark's translation (``TerminalTreeToPattern``) groups a piece under
+    ``?``/``*``/``+``/``~`` or with flags and groups the alternatives of the
+    grammar's own ``|``, but a sequence joins its items as they are, and a
+    one-item sequence or a one-alternative group passes its item through
+    unchanged.  A regex literal is the only item that can bring a top-level
+    ``|`` into a join (a joined sequence inside one is reported where it is
+    joined first), so this looks for those on the resolved terminal trees, a
+    walk that visits shared subtrees once (javascript.lark: about 30 ms).
     """
-    from lark.load_grammar import PrepareLiterals, TerminalTreeToPattern, nr_deepcopy_tree
+    from lark import Token, Tree
 
-    found = []
+    bar_of = {}   # regex literal -> its body if it has a top-level "|" and no flags
 
-    class _Joins(TerminalTreeToPattern):
-        def expansion(self, items):
-            if len(items) > 1:
-                for item in items:
-                    if _has_top_level_bar(item.to_regexp()):
-                        found.append(item.to_regexp())
-            return super().expansion(items)
+    def bar_piece(node):
+        while isinstance(node, Tree) and (node.data in ("value", "literal")
+                                          or node.data in ("expansions", "expansion")
+                                          and len(node.children) == 1):
+            node = node.children[0]
+        if not (isinstance(node, Token) and node.type == "REGEXP"):
+            return None
+        if node.value not in bar_of:
+            end = node.value.rindex("/")
+            body = node.value[1:end]
+            flagged = end != len(node.value) - 1   # Lark wraps it in (?flags:...)
+            bar_of[node.value] = body if not flagged and _has_top_level_bar(body) else None
+        return bar_of[node.value]
 
     joined = {t.name: t.pattern.to_regexp() for t in parser.terminals}
     out = []
     for name, (tree, _priority) in parser.grammar.term_defs:
         if name not in joined:   # dropped by Lark: unused
             continue
-        found.clear()
-        (PrepareLiterals() * _Joins()).transform(nr_deepcopy_tree(tree))
-        out.extend((name, piece, joined[name]) for piece in dict.fromkeys(found))
+        pieces = [piece for sub in tree.iter_subtrees()
+                  if sub.data == "expansion" and len(sub.children) > 1
+                  for piece in map(bar_piece, sub.children) if piece is not None]
+        out.extend((name, piece, joined[name]) for piece in dict.fromkeys(pieces))
     return out

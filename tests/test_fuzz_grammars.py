@@ -157,8 +157,8 @@ def _lark_parses(parser, text):
 
 
 def run_grammar(text, rng, vocab, n_walks=3, max_steps=10):
-    """Returns what happened: "grammar-error", "compile-error", "ok", and the number
-    of completed documents Lark parsed (``-n``: ``n`` of them ran out of time)."""
+    """Returns what happened ("grammar-error", "compile-error" or "ok") and
+    ``(documents Lark parsed, documents whose parse ran out of time)``."""
     import lark
     try:
         g = Grammar.from_lark(text)
