@@ -513,6 +513,50 @@ JS_REJECT_GREEDY = [
 ]
 
 
+# The [In] parameter: `in` is no relational operator at the top level of a
+# for(;;) head's first part (its expression, or a var/let/const
+# initialiser), where it would start a for-in; parentheses, brackets,
+# calls, templates, a conditional's middle and function bodies set it
+# again. (source, verdict), the verdicts `node --check` gives.
+JS_IN_CASES = [
+    ("for (var i = a in b;;) {}", False), ("for (let i = a in b;;) {}", False),
+    ("for (const i = a in b;;) {}", False), ("for (x = a in b;;) {}", False),
+    ("for (a ? b : c in d;;) {}", False), ("for (x => x in y;;) {}", False),
+    ("for (async x => x in y;;) {}", False), ("for ({a} = b in c;;) {}", False),
+    ("for (a = b = c in d;;);", False), ("for (a, b in c;;);", False),
+    ("for (let in a in b;;);", False), ("function* g() { for (yield a in b;;); }", False),
+    ("for (var [a] = 1 in b) {}", False), ("for (var a = 1, b in c) {}", False),
+    ("'use strict'; for (var i = a in b) {}", False),
+    ("for (a in b in c) {}", True), ("for ((a in b);;) {}", True), ("for (a ? b in c : d;;) {}", True),
+    ("for (x => (x in y);;) {}", True), ("for (x => { x in y };;) {}", True),
+    ("for (var {a = b in c} = d;;) {}", True), ("for ([a in b];;) {}", True), ("for (f(a in b);;) {}", True),
+    ("for (a; b in c; d in e) {}", True), ("for (var a = `${b in c}`;;) {}", True),
+    ("for (a instanceof b;;);", True), ("for (var x = y instanceof z;;);", True),
+    ("for (var a = b ? c in d : e; ;);", True), ("var x = a in b, y = c in d;", True),
+    ("if (a in b) c in d;", True), ("for (a\nin b);", True), ("for (let in a);", True),
+    # Annex B.3.5: sloppy mode allows an initialiser in a `var` for-in head
+    ("for (var i = a in b) {}", True), ("for (var a = 1 in b in c);", True),
+]
+
+
+@pytest.mark.parametrize("src,ok", JS_IN_CASES)
+def test_js_in_parameter(src, ok):
+    """[In]: the engine (byte by byte), lark under greedy lexing and lark
+    itself give node's verdict. (Lark alone also reads `'use strict';` as a
+    plain directive, a sloppy reading that greedy lexing never makes.)"""
+    assert cfgmask_accepts("javascript", src) == ok
+    assert greedy_accepts("javascript", src) in (ok, None)
+    if "use strict" not in src:
+        assert lark_accepts("javascript", src) == ok
+
+
+def test_js_in_parameter_cases_match_node():
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node not installed: the verdicts of JS_IN_CASES are not re-checked")
+    wrong = [(src, ok) for src, ok in JS_IN_CASES if (_node_error(node, src, ".cjs") is None) != ok]
+    assert not wrong
+
 @pytest.mark.parametrize("src", JS_ACCEPT)
 def test_js_accepts(src):
     assert lark_accepts("javascript", src)

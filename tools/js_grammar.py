@@ -18,7 +18,7 @@ has; this script expands them into plain rules:
 
 Each parameterised rule becomes one rule per combination that is reachable
 from the start rules, named with the set parameters' initials
-(``assignment_yas``, ``assignment_a``, ``assignment_0``).  The identifier
+(``assignment_yasi``, ``assignment_ai``, ``assignment_0``).  The identifier
 terminals are then written in by tools/js_ident.py.
 
 usage:
@@ -36,7 +36,7 @@ import js_ident  # noqa: E402
 TEMPLATE = os.path.join(HERE, "javascript.lark.in")
 GRAMMAR = os.path.join(HERE, "..", "grammars", "javascript.lark")
 
-PARAMS = ("Yield", "Await", "Return", "Strict")
+PARAMS = ("Yield", "Await", "Return", "Strict", "In")
 # Terminal families: (parameters, {values: terminal}).
 FAMILIES = {
     # an ASCII name that is not reserved, or any name with a non-ASCII
