@@ -229,7 +229,7 @@ CASES = [
     ("javascript", "a\n\n\nb", False),
     ("javascript", "x = 1;  ", False),
     ("javascript", "x = 1;\t", False),
-    ("javascript", "x = {get\n a() {}}", False),
+    ("javascript", "x = {get\n a() {}}", True),    # a getter with a line break after `get`
     ("javascript", "(a)\n=> 1", False),
     ("javascript", "s = 'a\\\nb'", False),                # line continuation inside a string
     ("javascript", "x = (a)--b", False),                # node reads `(a)-- b`
