@@ -561,6 +561,16 @@ JS_METHOD_LINE_BREAK_CASES = [
     ("x = { \"a\"\n() {} }", True), ("x = { [a]\n() {} }", True), ("class A { a\n() {} }", True),
     ("class A { #a\n() {} }", True), ("class A { get\n a() {} }", True), ("x = { set\n: 1 }", True),
     ("x = { async\n a() {} }", False), ("x = { get\n a }", False), ("x = { a\n b }", False),
+    # a class field named get / set / static and a line break: JavaScript
+    # reads on (a getter, a static element) wherever what follows can go on
+    ("class A { get\n a }", False), ("class A { set\n a }", False), ("class A { get\n a = 1 }", False),
+    ("class A { static get\n a }", False), ("class A { get\n #a }", False), ("class A { get\n [a] }", False),
+    ("class A { get\n static a(){} }", False), ("class A { static\n static a(){} }", False),
+    ("class A { get\n async *a(){} }", False),
+    ("class A { get\n *a(){} }", True), ("class A { static get\n *a(){} }", True), ("class A { get\n ; a }", True),
+    ("class A { get\n }", True), ("class A { static\n a }", True), ("class A { static\n a() {} }", True),
+    ("class A { static\n {} }", True), ("class A { async\n a() {} }", True), ("class A { get = 1\n a }", True),
+    ("class A { getx\n a }", True), ("class A { #get\n a }", True), ("class A { get; set; static; }", True),
 ]
 
 

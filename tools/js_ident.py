@@ -10,8 +10,9 @@
   reserved only in strict mode (``implements`` ... ``static``, and ``yield``
   outside generators) are identifiers here: using them in strict code is an
   early error, which the grammar does not model.
-* ``IDENT_NAME`` (property names: reserved words included) and
-  ``PRIVATE_NAME``.
+* ``IDENT_NAME`` (property names: reserved words included),
+  ``IDENT_NAME_FIELD`` (the same but ``get``, ``set`` and ``static``: a
+  class field that a line break ends) and ``PRIVATE_NAME``.
 * All of these but ``PRIVATE_NAME`` are ASCII; ``IDENT_U`` is every name
   with a non-ASCII character or an escape (never a reserved word), used
   next to them, so that the large Unicode classes are in two terminals.
@@ -221,6 +222,8 @@ def block():
         lines.append("%s: /%s/" % (name, ident_regex(extra)))
     lines.append("// IDENT_NAME: any ASCII name; IDENT_U: any name with a non-ASCII character or an escape.")
     lines.append("IDENT_NAME: /[A-Za-z_$][A-Za-z0-9_$]*/")
+    lines.append("// IDENT_NAME_FIELD: any ASCII name but get, set and static (a class field that a line break ends).")
+    lines.append("IDENT_NAME_FIELD: /%s/" % _ascii_keyword_free(["get", "set", "static"]))
     lines.append("IDENT_U: /%s/" % non_ascii_name_regex())
     lines.append("PRIVATE_NAME: /#%s/" % name_regex())
     lines.append(END)
