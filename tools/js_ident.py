@@ -12,7 +12,8 @@
   early error, which the grammar does not model.
 * ``IDENT_NAME`` (property names: reserved words included),
   ``IDENT_NAME_FIELD`` (the same but ``get``, ``set`` and ``static``: a
-  class field that a line break ends) and ``PRIVATE_NAME``.
+  class field that a line break ends), ``IDENT_NOT_ASYNC`` (``IDENT_NYA``
+  without ``async``: a for-of target) and ``PRIVATE_NAME``.
 * All of these but ``PRIVATE_NAME`` are ASCII; ``IDENT_U`` is every name
   with a non-ASCII character or an escape (never a reserved word), used
   next to them, so that the large Unicode classes are in two terminals.
@@ -222,6 +223,8 @@ def block():
         lines.append("%s: /%s/" % (name, ident_regex(extra)))
     lines.append("// IDENT_NAME: any ASCII name; IDENT_U: any name with a non-ASCII character or an escape.")
     lines.append("IDENT_NAME: /[A-Za-z_$][A-Za-z0-9_$]*/")
+    lines.append("// IDENT_NOT_ASYNC: IDENT_NYA without async (a for-of target: `for (async of x)` is refused).")
+    lines.append("IDENT_NOT_ASYNC: /%s/" % ident_regex(("yield", "await", "async")))
     lines.append("// IDENT_NAME_FIELD: any ASCII name but get, set and static (a class field that a line break ends).")
     lines.append("IDENT_NAME_FIELD: /%s/" % _ascii_keyword_free(["get", "set", "static"]))
     lines.append("IDENT_U: /%s/" % non_ascii_name_regex())
