@@ -106,11 +106,13 @@ JSON_WHITESPACE = r"[ ]|\n[ ]{0,%(indent)d}"
 # One space, or a line break plus indentation (SQL: no blank lines; one
 # statement reads fine without them).
 _SPACE_OR_LINE = r"[ ]|\n[ ]{0,%(indent)d}"
-# JavaScript: also one blank line between statements.  NL (a line break
+# JavaScript: also one blank line between statements.  NL and NL_EOS (a line break
 # where ASI may apply) is exactly the line-break part, so that a line break
 # is NL here wherever it is NL in the full grammar (invariant 4).
 _JS_WS = r"[ ]|\n\n?[ ]{0,%(indent)d}"
 _JS_NL = r"\n\n?[ ]{0,%(indent)d}"
+# NL_EOS, NL as a statement end, keeps the full grammar's not_before pragma.
+_JS_NL_EOS = _JS_NL + r"(?![(\[`])"
 
 FENCE_OPEN = "FENCE_OPEN"
 FENCE_CLOSE = "FENCE_CLOSE"
@@ -179,7 +181,7 @@ SPECS = {
         # USP (the non-ASCII spaces: NBSP, BOM, Zs, LS/PS) cannot be dropped
         # like a comment (identifiers share its first two bytes); the profile
         # keeps only NBSP of it
-        whitespace={"WS": _JS_WS, "NL": _JS_NL, "USP": "\u00a0"},
+        whitespace={"WS": _JS_WS, "NL": _JS_NL, "NL_EOS": _JS_NL_EOS, "USP": "\u00a0"},
         strings=("STRING", "STRING_STRICT"),
         unsplit=("--", "++"),
     ),

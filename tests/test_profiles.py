@@ -155,9 +155,15 @@ def test_builtin_profile_options():
 # ------------------------------------------------- rewritten terminal patterns
 
 def _guarded_body(pattern):
-    """The pattern without the trailing ``(?![...])`` guard (the sampler cannot draw lookaheads)."""
-    m = re.fullmatch(r"\(\?:(.*)\)\(\?!\[[^\]]*\]\)", pattern, re.S)
-    return m.group(1) if m else pattern
+    """The pattern without its trailing ``(?![...])`` guards (the sampler cannot
+    draw lookaheads): the profile's, and one a not_before pragma left inside
+    (NL_EOS)."""
+    while True:
+        m = (re.fullmatch(r"\(\?:(.*)\)\(\?!\[[^\]]*\]\)", pattern, re.S)
+             or re.fullmatch(r"(.*)\(\?!\[[^\]]*\]\)", pattern, re.S))
+        if not m:
+            return pattern
+        pattern = m.group(1)
 
 
 @pytest.mark.parametrize("name", NAMES)
