@@ -111,8 +111,9 @@ _SPACE_OR_LINE = r"[ ]|\n[ ]{0,%(indent)d}"
 # is NL here wherever it is NL in the full grammar (invariant 4).
 _JS_WS = r"[ ]|\n\n?[ ]{0,%(indent)d}"
 _JS_NL = r"\n\n?[ ]{0,%(indent)d}"
-# NL_EOS, NL as a statement end, keeps the full grammar's not_before pragma.
-_JS_NL_EOS = _JS_NL + r"(?![(\[`])"
+# A trailing negative-lookahead guard, as a not_before pragma leaves it on a
+# pattern: a rewritten whitespace terminal keeps its original's (NL_EOS).
+_TRAILING_GUARD = re.compile(r".*(\(\?!\[(?:\\.|[^\]\\])*\]\))", re.S)
 
 FENCE_OPEN = "FENCE_OPEN"
 FENCE_CLOSE = "FENCE_CLOSE"
@@ -181,7 +182,7 @@ SPECS = {
         # USP (the non-ASCII spaces: NBSP, BOM, Zs, LS/PS) cannot be dropped
         # like a comment (identifiers share its first two bytes); the profile
         # keeps only NBSP of it
-        whitespace={"WS": _JS_WS, "NL": _JS_NL, "NL_EOS": _JS_NL_EOS, "USP": "\u00a0"},
+        whitespace={"WS": _JS_WS, "NL": _JS_NL, "NL_EOS": _JS_NL, "USP": "\u00a0"},
         strings=("STRING", "STRING_STRICT"),
         unsplit=("--", "++"),
     ),
@@ -322,7 +323,8 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
                                "dropped", where=name, construct="profile spec")
         dropped.add(name)
     for name, template in spec.whitespace.items():
-        patterns[need(name, "whitespace")] = template % {"indent": max_indent}
+        guard = _TRAILING_GUARD.fullmatch(patterns[need(name, "whitespace")])
+        patterns[name] = template % {"indent": max_indent} + (guard.group(1) if guard else "")
         origin[name] = name
     for group, cap in ((spec.quoted_identifiers, max_quoted_ident), (spec.strings, max_string)):
         for name in group:

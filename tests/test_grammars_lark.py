@@ -615,8 +615,9 @@ JS_NODE_CASES = (JS_IN_CASES + JS_ARROW_BODY_CASES + JS_METHOD_LINE_BREAK_CASES 
 
 @pytest.mark.parametrize("src,ok", JS_NODE_CASES)
 def test_js_node_verdicts(src, ok):
-    """[In], concise arrow bodies, line breaks in methods: the engine (byte by byte), lark under
-    greedy lexing and lark itself give node's verdict. (Lark alone also
+    """JS_NODE_CASES: the engine (byte by byte), lark under greedy lexing and
+    lark itself give node's verdict (refusals of the not_before pragma on
+    NL_EOS: the engine only). (Lark alone also
     reads `'use strict';` as a plain directive, a sloppy reading that greedy
     lexing never makes; and it may skip a line break as ignored white space
     where greedy lexing scans NL, so it accepts `async\n a() {}`.)"""
@@ -645,20 +646,16 @@ def test_js_module_node_verdicts(src, ok):
     assert greedy_accepts("javascript", src) in (ok, None)
 
 
-def test_js_module_cases_match_node():
+@pytest.mark.parametrize("cases,suffix", [(JS_NODE_CASES, ".cjs"), (JS_MODULE_CASES, ".mjs")],
+                         ids=["scripts", "modules"])
+def test_js_verdict_cases_match_node(cases, suffix):
+    """The stated verdicts are node's (`node --check` as a script or a module)."""
     node = shutil.which("node")
     if node is None:
-        pytest.skip("node not installed: the verdicts of JS_MODULE_CASES are not re-checked")
-    wrong = [(src, ok) for src, ok in JS_MODULE_CASES if (_node_error(node, src, ".mjs") is None) != ok]
+        pytest.skip("node not installed: the verdicts of JS_NODE_CASES / JS_MODULE_CASES are not re-checked")
+    wrong = [(src, ok) for src, ok in cases if (_node_error(node, src, suffix) is None) != ok]
     assert not wrong
 
-
-def test_js_node_verdict_cases_match_node():
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node not installed: the verdicts of JS_NODE_CASES are not re-checked")
-    wrong = [(src, ok) for src, ok in JS_NODE_CASES if (_node_error(node, src, ".cjs") is None) != ok]
-    assert not wrong
 
 @pytest.mark.parametrize("src", JS_ACCEPT)
 def test_js_accepts(src):
