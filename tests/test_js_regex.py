@@ -34,7 +34,7 @@ import run_test262  # noqa: E402
 DEPTH = {"": 5, "u": 2}
 PIECES = ["a", "b", "1", "(", "(", ")", ")", "(?:", "(?=", "(?!", "(?<=", "(?<!", "(?<n>", "[", "]", "[a]",
           "[^)]", "[(]", "\\(", "\\)", "\\1", "\\b", "\\d", "*", "+", "?", "{", "}", "{2}", "{1,3}", ",",
-          "|", "^", "$", ".", "\\k<n>", "\\u{41}", "\\p{L}", "-", "<", ">", ":", "=", "!"]
+          "|", "^", "$", ".", "\\k<n>", "\\u{41}", "\\p{L}", "-", "<", ">", ":", "=", "!", "\\0", "0"]
 SEED = 20261202
 
 KNOWN_HOLES = re.compile(r"Invalid named (?:capture referenced|reference)|Invalid escape|Range out of order"
@@ -138,3 +138,19 @@ def test_braced_quantifier_with_nothing_to_repeat(checker, body, valid):
     assert checker.check(("x = /%s/;\n" % body).encode(), False)[0] is valid
     if shutil.which("node") is not None:
         assert (_node_verdicts([[body, ""]])[0] is None) is valid
+
+
+# With u, "\0" may not be followed by a digit (a decimal escape), in a class
+# or out of one. (body, flags, valid)
+ZERO_CASES = [("\\01", "u", False), ("[\\01]", "u", False), ("\\00", "u", False), ("[a\\0\\09]", "u", False),
+              ("(\\01)", "u", False), ("\\0", "u", True), ("[\\0]", "u", True), ("\\0\\0", "u", True),
+              ("\\0(1)", "u", True), ("(\\0)1", "u", True), ("\\0{2}1", "u", True), ("a|\\0|1", "u", True),
+              ("\\0\\1(a)", "u", True), ("[\\0-\\x10]", "u", True), ("[\\0]1", "u", True), ("\\0a1", "u", True),
+              ("\\01", "", True), ("[\\01]", "", True)]
+
+
+@pytest.mark.parametrize("body,flags,valid", ZERO_CASES)
+def test_null_escape_before_a_digit(checker, body, flags, valid):
+    assert checker.check(("x = /%s/%s;\n" % (body, flags)).encode(), False)[0] is valid
+    if shutil.which("node") is not None:
+        assert (_node_verdicts([[body, flags]])[0] is None) is valid
