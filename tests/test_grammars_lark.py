@@ -574,7 +574,8 @@ JS_METHOD_LINE_BREAK_CASES = [
 ]
 
 
-# `#x in obj` (ES2022, as the first operand of its binary list), tagged
+# `#x in obj` (ES2022, first in its binary list or after an equality or
+# bitwise operator), tagged
 # templates with escapes an untagged one refuses (ES2018), import() with
 # options (ES2025, node 20 accepts it), a line break before `from` after
 # `export {...}`, and the spec's for-of lookahead (not `async of`).
@@ -582,7 +583,10 @@ JS_SYNTAX_CASES = [
     ("class A { #a; m() { #a in this } }", True), ("class A { #a; m() { return #a in o && #a in p } }", True),
     ("class A { #a; m() { x = a ? #a in b : c } }", True), ("class A { #a; m() { #a in a + b } }", True),
     ("class A { #a; m() { #a + 1 } }", False), ("class A { #a; m() { a + #a in b } }", False),
-    ("class A { #a; m() { for (#a in this;;); } }", False),
+    ("class A { #a; m() { for (#a in this;;); } }", False), ("class A { #x; m(o) { return a == #x in o } }", True),
+    ("class A { #x; m(o) { return a & #x in o | #x in p } }", True), ("class A { #x; m(o) { a === #x in o in p } }", True),
+    ("class A { #x; m(o) { a < #x in o } }", False), ("class A { #x; m(o) { a ** #x in o } }", False),
+    ("class A { #x; m(o) { for (a == #x in o;;); } }", False), ("class A { #x; m(o) { a ==\n#x in o } }", True),
     ("tag`\\u{110000}`", True), ("tag`\\01`", True), ("String.raw`C:\\users\\x`", True),
     ("f()`\\xg`", True), ("`\\01`", False), ("`${`\\xg`}`", False), ("tag`\\`", False),
     ("import(a,)", True), ("import(a, b,)", True), ("import(a, b, c)", False), ("import(a, ...b)", False),
@@ -691,7 +695,7 @@ JS_LIMIT_CASES = [
     ("/((((((a))))))/", False, False), ("/(((a)))/u", False, False), ("/(?<=(?<!a))/", False, False),
     ("/\\2(a)/u", True, False), ("class A { x = yield }", True, False),
     ("class A { x = y++\n[z]() {} }", False, False), ("class A { x = y\nin() {} }", True, False),
-    ("class A { #x; m(o) { return a == #x in o } }", False, False), ("/[(]/v", True, False),
+    ("/[(]/v", True, False),
     ("/[a-z&&b]/v", True, False), ("/[\\q{abc}]/v", False, False), ("/[[a-z]--[aeiou]]/v", False, False),
 ]
 
