@@ -36,7 +36,7 @@ import js_ident  # noqa: E402
 TEMPLATE = os.path.join(HERE, "javascript.lark.in")
 GRAMMAR = os.path.join(HERE, "..", "grammars", "javascript.lark")
 
-PARAMS = ("Yield", "Await", "Return", "Strict", "In", "Body")
+PARAMS = ("Yield", "Await", "Return", "Strict", "In", "Body", "Closed")
 # Terminal families: (parameters, {values: terminal}).
 FAMILIES = {
     # an ASCII name that is not reserved, or any name with a non-ASCII
