@@ -35,17 +35,35 @@ Invariants:
   or truncated later by another process cannot fault a process that loaded it;
 * arrays come back read-only (``np.frombuffer`` over an immutable ``bytes``);
 * metadata is JSON, never pickle, so a cache directory shared with others can
-  at worst cause a rebuild, not run code.
+  at worst cause a rebuild, not run code;
+* only a regular file is read: the entry path is opened with ``O_NOFOLLOW``
+  and ``O_NONBLOCK`` and checked with ``fstat``, so a FIFO (which would block
+  ``open``), a device, a socket or a symbolic link (even to a regular file:
+  entries are only ever written as regular files, and a link could point at
+  ``/dev/zero`` or another user's file) is a miss, and ``store`` replaces the
+  link itself, never its target;
+* a file larger than :data:`MAX_ENTRY_BYTES` is a miss and never more than
+  that is read (``store`` does not write such entries);
+* a correct checksum proves nothing about the arrays: every caller passes a
+  ``validate`` function that checks each array's dtype, shape and value range
+  against the invariants the Cython runtime indexes with unchecked, and an
+  entry that fails it is a miss (``rejected``) like a damaged one.
 
 crc32 guards against accidental damage (truncation, bit flips, a foreign
-file), not against someone who can write the cache directory; such a person
-can already replace the package.  It checks 8 MB in 2-4 ms here, 2-3x less
+file), not against someone who can write the cache directory: such a person
+can recompute it.  What they can do is bounded by the checks above: an entry
+whose arrays break an invariant is rebuilt, so no entry can crash the
+process, hang it or make it read without bound.  An entry whose arrays are
+in range but wrong (a transition to another valid state) passes, and gives
+wrong masks: share a cache directory only with those you would let write
+the package itself (tests/test_cache_tamper.py).  It checks 8 MB in 2-4 ms here, 2-3x less
 than sha256 (``benchmarks/run_ttfm.py --sections hash``).
 """
 
 import hashlib
 import json
 import os
+import stat
 import struct
 import sys
 import tempfile
@@ -63,6 +81,17 @@ MAGIC = b"CFGMASK\x01"
 _PREFIX = struct.Struct("<8sIQI")  # magic, header length, payload length, crc32
 _ALIGN = 64
 _OFF_VALUES = ("0", "off", "false", "no", "disable", "disabled")
+#: the largest entry read or written (bytes); a larger file is a miss and is
+#: never read (the biggest real entries, JavaScript lexer and slice tables on a
+#: 128k vocabulary, are tens of MB)
+MAX_ENTRY_BYTES = 1 << 30
+_O_READ = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
+    | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+#: what :func:`_parse` and a ``validate`` function may raise on a crafted entry:
+#: all of them make the entry a miss (MemoryError: a header that asks for a
+#: huge array; RecursionError: deeply nested JSON)
+_BAD_ENTRY = (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
+              RecursionError, MemoryError)
 
 #: counters for tests and benchmarks: hits, misses, rejected (a file failed a
 #: check), writes, write_errors
@@ -160,6 +189,8 @@ def store(kind, key, meta, arrays, digest=None):
     path = entry_path(kind, key, digest)
     if path is None:
         return False
+    if sum(_aligned(np.asarray(a).nbytes) for a in arrays.values()) > MAX_ENTRY_BYTES:
+        return False                # load would refuse it
     table = []
     chunks = []
     pos = 0
@@ -223,28 +254,67 @@ def _entry_file(kind, key, digest):
     return os.path.join(d, kind, f"{(digest or key_digest(key))[:40]}.cfgm")
 
 
-def load(kind, key, digest=None):
+def load(kind, key, digest=None, validate=None):
     """``(meta, arrays)`` of a valid entry, or ``None`` (missing, disabled, or failing
     any check; see the module docstring).  Arrays are read-only.  ``digest`` as
-    for :func:`entry_path`."""
+    for :func:`entry_path`.
+
+    ``validate(meta, arrays)``: the artefact's own checks (dtypes, shapes, value
+    ranges); it returns false or raises (ValueError, TypeError, KeyError,
+    IndexError...) to reject the entry, which is then a miss like a damaged file.
+    """
     path = _entry_file(kind, key, digest)
     if path is None:
         return None
-    if not os.path.exists(path):   # (still checked by open: it may go in between)
+    if not os.path.lexists(path):   # (still checked by open: it may go in between)
         _count("misses")
+        return None
+    data = _read_entry(path)
+    if not data:
+        _count("misses" if data is None else "rejected")
         return None
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        _count("misses")
-        return None
-    got = _parse(data, kind, _canonical(key))
+        got = _parse(data, kind, _canonical(key))
+        if got is not None and validate is not None and not validate(*got):
+            got = None
+    except _BAD_ENTRY:
+        got = None
     if got is None:
         _count("rejected")
         return None
     _count("hits")
     return got
+
+
+def _read_entry(path):
+    """The bytes of the entry file at ``path`` (see :func:`read_regular_file`); links
+    are refused."""
+    return read_regular_file(path, MAX_ENTRY_BYTES, follow_links=False)
+
+
+def read_regular_file(path, max_bytes, follow_links=False):
+    """The bytes of the regular file at ``path``; ``None`` when it is gone, ``False``
+    when it is not a regular file (a FIFO, device, socket; a symbolic link unless
+    ``follow_links``, and then one whose target is not a regular file), is larger
+    than ``max_bytes``, changed size while read, or on any other OS error.
+    Never blocks on open (``O_NONBLOCK``: a FIFO without a writer), never reads
+    more than the file's size plus one byte (to notice growth)."""
+    flags = _O_READ if not follow_links else _O_READ & ~getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError):   # ELOOP: a link (O_NOFOLLOW); no access; a NUL
+        return False
+    try:
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+                return False
+            data = f.read(st.st_size + 1)
+        return data if len(data) == st.st_size else False
+    except (OSError, MemoryError, OverflowError):
+        return False
 
 
 def _parse(data, kind, canonical_key):
@@ -259,25 +329,34 @@ def _parse(data, kind, canonical_key):
     view = memoryview(data)
     if zlib.crc32(view[_PREFIX.size:]) != crc:
         return None
-    try:
-        header = json.loads(bytes(view[_PREFIX.size:start]))
-        if (header.get("format") != FORMAT_VERSION or header.get("kind") != kind
-                or header.get("key") != canonical_key):
-            return None
-        arrays = {}
-        for name, dtype, shape, off, nbytes in header["arrays"]:
-            dt = np.dtype(dtype)
-            if dt.hasobject or off < 0 or off + nbytes > payload_len:
-                return None
-            count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-            if count * dt.itemsize != nbytes:
-                return None
-            if count == 0:
-                a = np.zeros(shape, dtype=dt)
-                a.flags.writeable = False
-            else:
-                a = np.frombuffer(data, dtype=dt, count=count, offset=start + off).reshape(shape)
-            arrays[name] = a
-        return header.get("meta", {}), arrays
-    except (ValueError, TypeError, KeyError):
+    header = json.loads(bytes(view[_PREFIX.size:start]))
+    if not isinstance(header, dict):
         return None
+    if (header.get("format") != FORMAT_VERSION or header.get("kind") != kind
+            or header.get("key") != canonical_key):
+        return None
+    meta = header.get("meta", {})
+    table = header["arrays"]
+    if not isinstance(meta, dict) or not isinstance(table, list):
+        return None
+    arrays = {}
+    for name, dtype, shape, off, nbytes in table:
+        if not (isinstance(name, str) and isinstance(dtype, str) and isinstance(shape, list)
+                and all(type(d) is int and 0 <= d <= payload_len for d in shape)
+                and type(off) is int and type(nbytes) is int and name not in arrays):
+            return None
+        dt = np.dtype(dtype)
+        if dt.hasobject or off < 0 or nbytes < 0 or off + nbytes > payload_len:
+            return None
+        count = 1
+        for d in shape:
+            count *= d              # Python ints: no wrap-around
+        if count * dt.itemsize != nbytes:
+            return None
+        if count == 0:
+            a = np.zeros(shape, dtype=dt)
+            a.flags.writeable = False
+        else:
+            a = np.frombuffer(data, dtype=dt, count=count, offset=start + off).reshape(shape)
+        arrays[name] = a
+    return meta, arrays

@@ -105,7 +105,7 @@ def load(key):
     with _memory_lock:
         got = _memory.get(mkey)
     if got is None:
-        got = cache.load("grammar", key)
+        got = cache.load("grammar", key, validate=check_entry)
         if got is None:
             return None
         _remember(mkey, got)
@@ -122,6 +122,87 @@ def load(key):
         return g
     except (KeyError, TypeError, ValueError):
         return None
+
+
+# A Grammar's attributes as from_lark makes them: JSON values (checked by type
+# here) and arrays (checked by check_entry).  A new attribute must be added
+# here, or every cached grammar is rejected (tests/test_cache_tamper.py notices).
+_ATTR_TYPES = {"terminal_names": list, "terminal_patterns": list, "terminal_flags": list,
+               "nonterminal_names": list, "start": str, "word_boundary": bytes,
+               "source": (str, type(None)), "rewritten_terminals": dict, "profile": type(None),
+               "start_rule": int, "load_warnings": list}
+_ARRAY_DTYPES = {"terminal_is_ignore": np.bool_, "terminal_at_start": np.bool_, "rule_lhs": np.int32,
+                 "rule_rhs_start": np.int32, "rhs": np.int32, "nullable": np.bool_}
+
+
+def _strs(x, n=None):
+    return isinstance(x, list) and all(isinstance(v, str) for v in x) and (n is None or len(x) == n)
+
+
+def check_entry(meta, arrays):
+    """Whether a ``grammar`` disk-cache entry decodes to a :class:`~cfgmask.grammar.Grammar`
+    the runtime can use safely (``_fast/_earley.pyx`` indexes with its arrays
+    unchecked), ``T`` terminals, ``N`` nonterminals, ``R`` rules:
+
+    * ``meta``: ``imports`` a list, ``attrs`` exactly the attributes of
+      :data:`_ATTR_TYPES` with those types after decoding, ``imports`` lists of
+      str (``["file", path, sha256]`` or ``["package", name, path, sha256]``:
+      see :func:`_file_unchanged` for how they are read); names and patterns
+      lists of str (``T`` terminal names, distinct, and patterns; ``N >= 1``
+      nonterminal names), ``terminal_flags`` ``T`` frozensets of str,
+      ``start_rule`` 0, ``load_warnings`` pairs of str;
+    * exactly the arrays of :data:`_ARRAY_DTYPES`, one-dimensional, of those
+      dtypes (booleans stored as bytes 0/1): ``terminal_is_ignore`` and
+      ``terminal_at_start`` ``[T]``, ``nullable`` ``[T + N]``;
+    * ``rhs`` is the rules back to back, rule ``r``'s body (symbols in
+      ``0 .. T+N-1``) followed by the sentinel ``-(r+1)``, starting at
+      ``rule_rhs_start[r]``; ``rule_lhs`` ``[R]`` are nonterminals; rule 0 is
+      the augmented start rule (one symbol: the runtime reads its end at
+      ``rule_rhs_start[0] + 1``);
+    * ``nullable`` is what the rules give (recomputed), terminals never.
+    """
+    attrs, imports = meta["attrs"], meta["imports"]
+    if not isinstance(attrs, dict) or set(attrs) != set(_ATTR_TYPES) or not isinstance(imports, list):
+        return False
+    if not all(_strs(e) and ((e[:1] == ["file"] and len(e) == 3) or (e[:1] == ["package"] and len(e) == 4))
+               for e in imports):
+        return False
+    if set(arrays) != set(_ARRAY_DTYPES):
+        return False
+    v = {name: _decode(value) for name, value in attrs.items()}
+    if not all(isinstance(v[k], t) for k, t in _ATTR_TYPES.items()) or type(v["start_rule"]) is not int:
+        return False
+    names = v["terminal_names"]
+    T = len(names)
+    if not (_strs(names) and len(set(names)) == T and _strs(v["terminal_patterns"], T)
+            and _strs(v["nonterminal_names"]) and v["nonterminal_names"] and v["start_rule"] == 0
+            and len(v["terminal_flags"]) == T
+            and all(isinstance(f, frozenset) and all(isinstance(x, str) for x in f) for f in v["terminal_flags"])
+            and all(isinstance(w, list) and _strs(w, 2) for w in v["load_warnings"])
+            and all(isinstance(a, str) and isinstance(b, str) for a, b in v["rewritten_terminals"].items())):
+        return False
+    N = len(v["nonterminal_names"])
+    for name, dt in _ARRAY_DTYPES.items():
+        a = arrays[name]
+        if a.dtype != dt or a.ndim != 1 or (dt is np.bool_ and a.size and int(a.view(np.uint8).max()) > 1):
+            return False
+    lhs, start, rhs, nullable = arrays["rule_lhs"], arrays["rule_rhs_start"], arrays["rhs"], arrays["nullable"]
+    R = len(lhs)
+    if not (arrays["terminal_is_ignore"].shape == (T,) and arrays["terminal_at_start"].shape == (T,)
+            and nullable.shape == (T + N,) and start.shape == (R,) and R >= 1):
+        return False
+    if int(lhs.min()) < T or int(lhs.max()) >= T + N:
+        return False
+    ends = np.flatnonzero(rhs < 0)
+    if not (len(ends) == R and ends[-1] == len(rhs) - 1
+            and (rhs[ends] == -np.arange(1, R + 1)).all()
+            and (start == np.r_[0, ends[:-1] + 1]).all()
+            and int(rhs.max()) < T + N and ends[0] == 1):
+        return False
+    from .grammar import _nullable
+    body = np.split(rhs, ends + 1)[:-1]
+    rules = [(a, b[:-1].tolist()) for a, b in zip(lhs.tolist(), body)]
+    return bool((_nullable(T + N, rules) == nullable).all())
 
 
 def store(key, grammar, used_files):
@@ -149,26 +230,42 @@ def store(key, grammar, used_files):
     return cache.store("grammar", key, {"attrs": attrs, "imports": imports}, arrays)
 
 
+# an %import-ed grammar file larger than this is "changed" (never read whole)
+_MAX_IMPORT_BYTES = 64 << 20
+# packages whose files an entry may name: finding any other package could import
+# it (run its code) just to check a cache entry
+_IMPORT_PACKAGES = ("lark",)
+
+
 def _file_unchanged(entry):
+    """Whether an ``%import``-ed file still has the recorded sha256.  The entry comes
+    from the cache file, so its path is read like an entry: a regular file (a
+    link to one is fine: installed grammars may be links), bounded, opened
+    without blocking; a package resource only from :data:`_IMPORT_PACKAGES`."""
     if entry[0] == "file":
         _, path, digest = entry
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except (OSError, UnicodeDecodeError):
+        if not isinstance(path, str):
             return False
     elif entry[0] == "package":
         _, package, path, digest = entry
-        import pkgutil
-        try:
-            data = pkgutil.get_data(package, path)
-        except (OSError, ImportError):
+        if package not in _IMPORT_PACKAGES or not isinstance(path, str) or ".." in path.split("/"):
             return False
-        if data is None:
+        spec = importlib.util.find_spec(package)
+        origin = getattr(spec, "origin", None)
+        if not origin:
             return False
-        text = data.decode("utf-8")
+        path = os.path.join(os.path.dirname(origin), *path.split("/"))
     else:
         return False
+    data = cache.read_regular_file(path, _MAX_IMPORT_BYTES, follow_links=True)
+    if not data:
+        return False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    if entry[0] == "file":          # as open(path, encoding="utf-8") reads it
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     return hashlib.sha256(text.encode("utf8")).hexdigest() == digest
 
 

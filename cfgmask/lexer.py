@@ -269,7 +269,8 @@ def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progre
     if not prebuilt:
         key = lexer_tables_key(patterns, max_states)
         digest = cache.key_digest(key)
-        got = cache.load("lexer", key, digest)
+        n = len(patterns)
+        got = cache.load("lexer", key, digest, lambda meta, arrays: check_tables(arrays, n))
     if got is not None:
         arrays, source = got[1], "disk"
     else:
@@ -284,6 +285,77 @@ def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progre
         while len(_memory) > _MEMORY_CACHE_SIZE:
             _memory.popitem(last=False)
     return LexerTables(arrays, source)
+
+
+_TABLE_ARRAYS = {"class_of_byte", "trans", "offsets", "accepting", "eos_forbidden", "ff_bytes",
+                 "ff_offsets"}
+_COUNTER_ARRAYS = {"count_limit", "char_end", "min_chars"}
+
+
+def _is(a, dtype, ndim):
+    return isinstance(a, np.ndarray) and a.dtype == dtype and a.ndim == ndim
+
+
+def _flags_ok(a):
+    """0/1 values only (uint8 flags read as booleans)."""
+    return a.size == 0 or int(a.max()) <= 1
+
+
+def check_tables(arrays, n_terminals):
+    """Whether ``arrays`` (a disk-cache entry) are lexer tables :func:`_build_tables`
+    could have made for ``n_terminals`` terminals: the invariants ``LazyDFA``
+    (``_fast/_lexer.pyx``) indexes with unchecked, with ``S`` states in all and
+    ``C`` byte classes:
+
+    * exactly the arrays ``_build_tables`` makes (the three counter arrays all
+      or none), each of its dtype and number of dimensions;
+    * ``class_of_byte`` uint8[256], every value ``< C``; ``trans`` int32[S, C],
+      ``1 <= C <= 256``;
+    * ``offsets`` int32[T + 1]: 0 first, ``S`` last, strictly increasing (every
+      terminal has a start state, which the runtime reads);
+    * ``trans`` of terminal ``t`` (rows ``offsets[t]:offsets[t+1]``) holds
+      terminal-local states: ``-1 <= v < offsets[t+1] - offsets[t]``;
+    * ``accepting`` and ``eos_forbidden`` uint8[S] of 0/1; no start state
+      accepts (lexemes are never empty);
+    * ``ff_offsets`` int32[S + 1]: 0 first, ``len(ff_bytes)`` last, non-decreasing;
+    * counters: ``count_limit`` int32[T] ``>= -1`` with ``(limit + 1) * states``
+      below 2**31 (a counted state id is ``n * states + q``), ``char_end``
+      uint8[S] of 0/1, ``min_chars`` int32[S] in ``0 .. 2**30``.
+    """
+    names = set(arrays)
+    if names != _TABLE_ARRAYS and names != _TABLE_ARRAYS | _COUNTER_ARRAYS:
+        return False
+    T = int(n_terminals)
+    cls, trans, off, acc = arrays["class_of_byte"], arrays["trans"], arrays["offsets"], arrays["accepting"]
+    eos, ffo, ffb = arrays["eos_forbidden"], arrays["ff_offsets"], arrays["ff_bytes"]
+    if not (_is(cls, np.uint8, 1) and _is(trans, np.int32, 2) and _is(off, np.int32, 1)
+            and _is(acc, np.uint8, 1) and _is(eos, np.uint8, 1) and _is(ffo, np.int32, 1)
+            and _is(ffb, np.uint8, 1)):
+        return False
+    S, C = trans.shape
+    if not (cls.shape == (256,) and 1 <= C <= 256 and int(cls.max()) < C and off.shape == (T + 1,)
+            and acc.shape == (S,) and eos.shape == (S,) and ffo.shape == (S + 1,)):
+        return False
+    if off[0] != 0 or off[-1] != S or (T and int(np.diff(off).min()) < 1):
+        return False
+    if not (_flags_ok(acc) and _flags_ok(eos) and not acc[off[:-1]].any()):
+        return False
+    if ffo[0] != 0 or ffo[-1] != len(ffb) or (S and int(np.diff(ffo).min()) < 0):
+        return False
+    if S:
+        n_local = np.repeat(np.diff(off), np.diff(off))[:, None]   # states of each row's terminal
+        if int(trans.min()) < -1 or not (trans < n_local).all():
+            return False
+    if "count_limit" in arrays:
+        lim, ce, mc = arrays["count_limit"], arrays["char_end"], arrays["min_chars"]
+        if not (_is(lim, np.int32, 1) and _is(ce, np.uint8, 1) and _is(mc, np.int32, 1)
+                and lim.shape == (T,) and ce.shape == (S,) and mc.shape == (S,)):
+            return False
+        if T and (int(lim.min()) < -1 or ((lim.astype(np.int64) + 1) * np.diff(off) >= 2 ** 31).any()):
+            return False
+        if not _flags_ok(ce) or (S and (int(mc.min()) < 0 or int(mc.max()) > 2 ** 30)):
+            return False
+    return True
 
 
 def _build_tables(names, patterns, max_states, progress):

@@ -4,11 +4,14 @@ A :class:`PreparedVocab` (``Vocabulary.prepared()``, one per ``Vocabulary``
 object) holds named *parts*.  A part is a dict of read-only NumPy arrays plus a
 small JSON-able ``meta`` dict, produced by a registered builder::
 
-    @register_part("my_part", version=1, requires=("trie",))
+    @register_part("my_part", version=1, requires=("trie",), check=_check_my_part)
     def _build_my_part(prep):
         trie = prep.trie
         ...
         return {"n": 3}, {"values": array}
+
+where ``_check_my_part(prep, meta, arrays)`` says whether a disk-cache entry
+holds arrays the runtime can use safely (see :func:`register_part`).
 
 Parts are built lazily, on the first ``prep.part(name)``, at most once per
 ``PreparedVocab`` (a lock makes concurrent first calls build once).  A
@@ -22,7 +25,8 @@ a key made of
 * the container format version;
 
 and stored there after a build.  A cached file that fails any check (see
-``cfgmask.cache``) is rebuilt, never trusted.  Builders must be
+``cfgmask.cache``), the part's own ``check`` of dtypes, shapes and value
+ranges included, is rebuilt, never trusted.  Builders must be
 deterministic: a cache hit must give exactly the arrays a fresh build gives
 (tests/test_cache.py checks it for every registered part).
 
@@ -89,31 +93,37 @@ class Part:
 
 
 class _Builder:
-    __slots__ = ("name", "version", "build", "requires", "persist", "modules")
+    __slots__ = ("name", "version", "build", "requires", "persist", "modules", "check")
 
-    def __init__(self, name, version, build, requires, persist, modules):
+    def __init__(self, name, version, build, requires, persist, modules, check):
         self.name, self.version, self.build = name, int(version), build
         self.requires, self.persist = tuple(requires), bool(persist)
         self.modules = tuple(sorted({build.__module__, *modules}))
+        self.check = check
 
 
 _BUILDERS = {}
 
 
-def register_part(name, version, *, requires=(), persist=True, modules=()):
+def register_part(name, version, *, requires=(), persist=True, modules=(), check=None):
     """Decorator: register ``build(prep) -> (meta, arrays)`` as part ``name``.
 
     ``version`` is part of the cache key (bump it when the output changes
     meaning); ``requires`` names the parts the builder reads (their keys become
     part of this one's); ``persist=False`` keeps the part in memory only (for
     parts cheaper to rebuild than to load); ``modules`` lists further modules
-    whose source the output depends on.
+    whose source the output depends on.  ``check(prep, meta, arrays)`` validates
+    an entry read from the disk cache (required for a persisted part): true if
+    the runtime can use it safely (dtypes, shapes, value ranges), else the entry
+    is rebuilt; the parts in ``requires`` are already made when it runs.
     """
     def deco(build):
         for r in requires:
             if r not in _BUILDERS:
                 raise ValueError(f"part {name} requires unknown part {r}")
-        _BUILDERS[name] = _Builder(name, version, build, requires, persist, modules)
+        if persist and check is None:
+            raise ValueError(f"part {name} is persisted but has no check")
+        _BUILDERS[name] = _Builder(name, version, build, requires, persist, modules, check)
         return build
     return deco
 
@@ -163,7 +173,7 @@ class PreparedVocab:
             self.part(r)
         t0 = time.perf_counter()
         if b.persist:
-            got = cache.load("vocab", self.key(name))
+            got = cache.load("vocab", self.key(name), validate=lambda m, a: b.check(self, m, a))
             if got is not None:
                 return Part(name, got[0], got[1], "disk", time.perf_counter() - t0)
         meta, arrays = b.build(self)
@@ -242,21 +252,68 @@ _TRIE_ARRAYS = ("node_byte", "node_depth", "node_token", "node_subtree_end", "no
                 "token_same_next", "token_node")
 
 
-@register_part("trie", version=1, modules=("cfgmask.trie",))
+def _check_trie(prep, meta, arrays):
+    """:func:`cfgmask.trie.check_arrays` for this vocabulary's ``vocab_size``."""
+    from .trie import check_arrays
+    return meta == {"n_nodes": len(arrays.get("node_byte", ()))} and check_arrays(arrays, prep.vocab.vocab_size)
+
+
+@register_part("trie", version=1, modules=("cfgmask.trie",), check=_check_trie)
 def _build_trie(prep):
     from .trie import TokTrie
     t = TokTrie.build(prep.vocab)
     return {"n_nodes": t.n_nodes}, {a: getattr(t, a) for a in _TRIE_ARRAYS}
 
 
-@register_part("first_bytes", version=1, requires=("trie",), modules=("cfgmask.trie",))
+def _check_first_bytes(prep, meta, arrays):
+    """``offsets`` int64[257] (0 first, ``len(words)`` last, non-decreasing),
+    ``words`` int32 and ``bits`` uint32 of one length; within a byte's group the
+    words strictly increase and are below ``ceil(vocab_size / 32)`` (the runtime
+    writes ``mask[words[k]]`` unchecked), and no bit stands for an id past the
+    vocabulary."""
+    if set(arrays) != {"offsets", "words", "bits"} or meta != {}:
+        return False
+    off, words, bits = arrays["offsets"], arrays["words"], arrays["bits"]
+    if not (off.dtype == np.int64 and off.shape == (257,) and words.dtype == np.int32
+            and bits.dtype == np.uint32 and words.ndim == 1 and bits.shape == words.shape):
+        return False
+    V = prep.vocab.vocab_size
+    W = (V + 31) // 32
+    m = len(words)
+    if off[0] != 0 or off[-1] != m or int(np.diff(off).min()) < 0:
+        return False
+    if m == 0:
+        return True
+    if int(words.min()) < 0 or int(words.max()) >= W:
+        return False
+    starts = np.zeros(m, dtype=np.bool_)
+    starts[off[:-1][off[:-1] < m]] = True
+    if ((np.diff(words) <= 0) & ~starts[1:]).any():
+        return False
+    return not (V % 32 and (bits[words == W - 1] >> np.uint32(V % 32)).any())
+
+
+@register_part("first_bytes", version=1, requires=("trie",), modules=("cfgmask.trie",),
+               check=_check_first_bytes)
 def _build_first_bytes(prep):
     from .trie import TokTrie
     offsets, words, bits = TokTrie.first_byte_sets(prep.trie)
     return {}, {"offsets": offsets, "words": words, "bits": bits}
 
 
-@register_part("subtree_bytes", version=1, requires=("trie",))
+def _check_subtree_bytes(prep, meta, arrays):
+    """``node_set`` int32[n_nodes] indexing ``set_table`` uint64[k, 4], ``k`` the
+    meta's ``n_sets``, row 0 the empty set."""
+    if set(arrays) != {"node_set", "set_table"}:
+        return False
+    ns, table = arrays["node_set"], arrays["set_table"]
+    k = meta.get("n_sets")
+    return bool(ns.dtype == np.int32 and ns.shape == (prep.trie.n_nodes,) and table.dtype == np.uint64
+                and type(k) is int and k >= 1 and table.shape == (k, 4) and not table[0].any()
+                and int(ns.min()) >= 0 and int(ns.max()) < k)
+
+
+@register_part("subtree_bytes", version=1, requires=("trie",), check=_check_subtree_bytes)
 def _build_subtree_bytes(prep):
     node_set, table = subtree_byte_sets(prep.trie)
     return {"n_sets": int(table.shape[0])}, {"node_set": node_set, "set_table": table}

@@ -742,15 +742,10 @@ def _candidate_keys(grammar, lexer_spec, key=None):
     if hit is not None:
         keys, firsts = [c.key() for c in hit], [_first_bytes(c) for c in hit]
     elif use_disk:
-        entry = cache.load("slice-candidates", key, digest)
+        entry = cache.load("slice-candidates", key, digest, _check_candidates)
         if entry is not None:
-            keys, firsts = entry[0].get("keys"), entry[0].get("first_bytes")
-            if not (isinstance(keys, list) and all(isinstance(k, str) and len(k) == 64 for k in keys)
-                    and isinstance(firsts, list) and len(firsts) == len(keys)
-                    and all(isinstance(f, str) and len(f) == 64 for f in firsts)):
-                keys = firsts = None
-            else:
-                firsts = [bytes.fromhex(f) for f in firsts]
+            keys = entry[0]["keys"]
+            firsts = [bytes.fromhex(f) for f in entry[0]["first_bytes"]]
     if keys is None:
         t0 = time.perf_counter()
         cands = derived(grammar, lexer_spec, memo_key)
@@ -827,11 +822,10 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     choices = prepared.__dict__.setdefault("_slice_choices", {})
     chosen, own = choices.get(choice_digest), None
     if chosen is None:
-        got = cache.load("slice-choice", choice_key, choice_digest)
+        got = cache.load("slice-choice", choice_key, choice_digest,
+                         lambda meta, arrays: _check_choice(meta, arrays, len(viable)))
         if got is not None:
-            idx = got[0].get("chosen")
-            if isinstance(idx, list) and all(isinstance(i, int) and 0 <= i < len(viable) for i in idx):
-                chosen = idx
+            chosen = got[0]["chosen"]
     if chosen is None:
         t0 = time.perf_counter()
         candidates = derived(grammar, lexer_spec, terminals_memo)
@@ -849,7 +843,8 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     if hit is not None:
         return hit
     tables = None
-    got = cache.load("slices", tables_key, tables_digest)
+    got = cache.load("slices", tables_key, tables_digest,
+                     lambda meta, arrays: check_tables(meta, arrays, len(chosen), V, trie.max_depth))
     if got is not None:
         tables = _from_arrays(got[0], got[1], [keys[i] for i in chosen])
     if tables is None:
@@ -879,6 +874,104 @@ def _to_arrays(tables):
         if c.tail is not None:
             arrays[f"tt{i}"], arrays[f"ta{i}"] = c.tail.trans, c.tail.accepting.astype(np.uint8)
     return meta, arrays
+
+
+def _hex64(x):
+    if not (isinstance(x, str) and len(x) == 64):
+        return False
+    try:
+        bytes.fromhex(x)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_candidates(meta, arrays):
+    """A ``slice-candidates`` entry: ``keys`` and ``first_bytes``, two lists of
+    one length of 64 hex digits each (digests, 32 packed bytes), no arrays."""
+    keys, firsts = meta.get("keys"), meta.get("first_bytes")
+    return (not arrays and isinstance(keys, list) and isinstance(firsts, list)
+            and len(firsts) == len(keys) and all(map(_hex64, keys)) and all(map(_hex64, firsts)))
+
+
+def _check_choice(meta, arrays, n_viable):
+    """A ``slice-choice`` entry: ``chosen``, at most :data:`MAX_SLICES` distinct
+    indices into the ``n_viable`` candidates of its key, no arrays."""
+    idx = meta.get("chosen")
+    return (not arrays and isinstance(idx, list) and len(idx) <= MAX_SLICES
+            and all(type(i) is int and 0 <= i < n_viable for i in idx) and len(set(idx)) == len(idx))
+
+
+def _check_dfa(trans, accepting):
+    """A slice automaton: ``trans`` int32[S, 256], ``S >= 1`` (start 0), every
+    value -1 (dead) or a state; ``accepting`` uint8[S] of 0/1."""
+    return (isinstance(trans, np.ndarray) and isinstance(accepting, np.ndarray)
+            and trans.dtype == np.int32 and trans.ndim == 2 and trans.shape[0] >= 1
+            and trans.shape[1] == 256 and accepting.dtype == np.uint8 and accepting.shape == trans.shape[:1]
+            and int(trans.min()) >= -1 and int(trans.max()) < trans.shape[0] and int(accepting.max()) <= 1)
+
+
+def check_tables(meta, arrays, n_slices, vocab_size, max_depth):
+    """Whether a ``slices`` disk-cache entry holds tables :func:`_to_arrays` could
+    have made for ``n_slices`` slices on a vocabulary of ``vocab_size`` ids whose
+    trie is ``max_depth`` deep; the invariants ``_fast/_matcher.pyx`` indexes
+    with unchecked:
+
+    * ``meta``: ``V == vocab_size``, ``words == ceil(V / 32)``, ``rest`` two ints,
+      ``slices`` one dict per slice (``name``, ``pattern`` str; ``lead`` a byte
+      or None, ``tail`` a str exactly when ``lead`` is a byte);
+    * exactly the arrays ``_to_arrays`` makes: the forest, ``tokens``, ``parent``,
+      ``trie_lo``, ``trie_hi``, ``t<i>``/``a<i>`` per slice, ``tt<i>``/``ta<i>``
+      per cross slice;
+    * the forest passes :func:`cfgmask.trie.check_forest` (pre-order subtrees,
+      token ids ``< V``), no deeper than the vocabulary's trie (the walk's stack
+      is sized by it), and its roots are exactly ``trie_lo`` then ``rest_lo``,
+      each trie ending where the next begins (``trie_hi``, ``rest_hi`` = the
+      forest's length);
+    * ``tokens`` uint8[n, ceil(V / 8)]; ``parent`` int32[n], -1 or another slice;
+    * each slice automaton passes :func:`_check_dfa`.
+    """
+    from .trie import check_forest
+    n, V = int(n_slices), int(vocab_size)
+    rest, slices = meta.get("rest"), meta.get("slices")
+    if not (meta.get("V") == V and meta.get("words") == (V + 31) // 32 and isinstance(rest, list)
+            and len(rest) == 2 and all(type(r) is int for r in rest) and isinstance(slices, list)
+            and len(slices) == n):
+        return False
+    names = {"node_byte", "node_depth", "node_token", "node_subtree_end", "tokens", "parent",
+             "trie_lo", "trie_hi"}
+    for i, m in enumerate(slices):
+        if not (isinstance(m, dict) and set(m) == {"name", "lead", "pattern", "tail"}
+                and isinstance(m["name"], str) and isinstance(m["pattern"], str)):
+            return False
+        lead, tail = m["lead"], m["tail"]
+        if lead is None and tail is None:
+            names |= {f"t{i}", f"a{i}"}
+        elif type(lead) is int and 0 <= lead < 256 and isinstance(tail, str):
+            names |= {f"t{i}", f"a{i}", f"tt{i}", f"ta{i}"}
+        else:
+            return False
+    if set(arrays) != names:
+        return False
+    nb, nd, nt, ne = (arrays[k] for k in ("node_byte", "node_depth", "node_token", "node_subtree_end"))
+    if not check_forest(nb, nd, nt, ne, V) or int(nd.max()) > max_depth:
+        return False
+    tokens, parent, lo, hi = arrays["tokens"], arrays["parent"], arrays["trie_lo"], arrays["trie_hi"]
+    if not (tokens.dtype == np.uint8 and tokens.shape == (n, (V + 7) // 8)
+            and all(a.dtype == np.int32 and a.shape == (n,) for a in (parent, lo, hi))):
+        return False
+    if n and (int(parent.min()) < -1 or int(parent.max()) >= n or (parent == np.arange(n)).any()):
+        return False
+    roots = np.flatnonzero(nd == 0)
+    if not (np.array_equal(roots, np.r_[lo.astype(np.int64), rest[0]])
+            and np.array_equal(hi, ne[lo]) and rest[1] == len(nb) == ne[rest[0]]):
+        return False
+    for i, m in enumerate(slices):
+        if not _check_dfa(arrays[f"t{i}"], arrays[f"a{i}"]):
+            return False
+        if m["lead"] is not None and not _check_dfa(arrays[f"tt{i}"], arrays[f"ta{i}"]):
+            return False
+    return True
 
 
 def _from_arrays(meta, arrays, keys):

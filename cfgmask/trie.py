@@ -333,6 +333,88 @@ class TokTrie:
         return bytes(out)
 
 
+ARRAYS = ("node_byte", "node_depth", "node_token", "node_subtree_end", "node_first_child",
+          "token_same_next", "token_node")
+
+
+def check_forest(node_byte, node_depth, node_token, node_subtree_end, vocab_size):
+    """Whether flat pre-order trie arrays (one trie, or a forest of tries laid end
+    to end, each root at depth 0) are safe for the runtime's walk
+    (``_fast/_matcher.pyx``), which indexes with them unchecked:
+
+    * ``node_byte`` uint8, ``node_depth``, ``node_token``, ``node_subtree_end``
+      int32, all one-dimensional of one length ``n >= 1``, ``n < 2**31``;
+    * depth 0 at node 0, ``node_depth[i + 1] <= node_depth[i] + 1`` (a walk
+      pushes one byte at a time), no negative depth;
+    * ``node_subtree_end[i]`` is exactly the first ``j > i`` with
+      ``node_depth[j] <= node_depth[i]`` (``n`` if none): the pre-order
+      subtree, so every jump moves forward and stays in ``[0, n]``;
+    * ``node_token`` is -1 or a token id ``< vocab_size``.
+    """
+    arrs = (node_byte, node_depth, node_token, node_subtree_end)
+    if not all(isinstance(a, np.ndarray) and a.ndim == 1 for a in arrs):
+        return False
+    if not (node_byte.dtype == np.uint8 and node_depth.dtype == np.int32
+            and node_token.dtype == np.int32 and node_subtree_end.dtype == np.int32):
+        return False
+    n = len(node_byte)
+    if not (1 <= n < 2 ** 31 and len(node_depth) == n and len(node_token) == n
+            and len(node_subtree_end) == n):
+        return False
+    if node_depth[0] != 0 or int(node_depth.min()) < 0 or (n > 1 and int(np.diff(node_depth).max()) > 1):
+        return False
+    if int(node_token.min()) < -1 or int(node_token.max()) >= vocab_size:
+        return False
+    return bool((node_subtree_end == _next_le(node_depth)).all())
+
+
+def check_arrays(arrays, vocab_size):
+    """Whether ``arrays`` (the ``trie`` part of a prepared vocabulary, read from the
+    disk cache) are a :class:`TokTrie` of ``vocab_size`` token ids the runtime can
+    walk safely: exactly the arrays of :data:`ARRAYS`, of their dtypes, and
+
+    * the node arrays pass :func:`check_forest` and node 0 is the only root
+      (depth 0, byte 0, no token);
+    * ``node_first_child[i]`` is ``i + 1`` when the node has children, else -1;
+    * ``token_same_next`` and ``token_node`` int32[vocab_size];
+      ``token_same_next[t]`` is -1 or a larger id with the same node (the
+      runtime follows the chain unchecked: increasing ids end it);
+      ``token_node[t]`` is -1 or a non-root node whose ``node_token`` is the
+      smallest id of its chain, and every token of a node points back to it.
+    """
+    if set(arrays) != set(ARRAYS):
+        return False
+    nb, nd, nt, ne = (arrays[k] for k in ("node_byte", "node_depth", "node_token", "node_subtree_end"))
+    fc, sn, tn = arrays["node_first_child"], arrays["token_same_next"], arrays["token_node"]
+    V = int(vocab_size)
+    if not check_forest(nb, nd, nt, ne, V):
+        return False
+    n = len(nb)
+    if nb[0] != 0 or nt[0] != -1 or (n > 1 and int(nd[1:].min()) < 1):
+        return False
+    if not all(isinstance(a, np.ndarray) and a.dtype == np.int32 and a.ndim == 1 for a in (fc, sn, tn)):
+        return False
+    if len(fc) != n or len(sn) != V or len(tn) != V:
+        return False
+    idx = np.arange(n, dtype=np.int64)
+    if not (fc == np.where(ne > idx + 1, idx + 1, -1)).all():
+        return False
+    ids = np.arange(V, dtype=np.int64)
+    if ((sn != -1) & (sn <= ids)).any() or int(sn.max(initial=-1)) >= V:
+        return False
+    if ((tn != -1) & (tn < 1)).any() or int(tn.max(initial=-1)) >= n:
+        return False
+    has = nt >= 0
+    if not (tn[nt[has]] == idx[has]).all():            # a node's token ends there
+        return False
+    in_trie = tn >= 0
+    head = nt[tn[in_trie]]                            # smallest id of each token's node
+    if not ((head >= 0) & (head <= ids[in_trie])).all():
+        return False
+    chained = sn >= 0
+    return bool((tn[sn[chained]] == tn[chained]).all())
+
+
 def _frozen(a, dtype, owned=False):
     """``a`` as a read-only contiguous array nobody else can write: a copy unless
     it is already read-only and owns its memory or views an immutable ``bytes``

@@ -633,8 +633,12 @@ class Normalizer:
             elif k == "x-cfgmask-not-pattern":
                 cases.append({"pattern": v})
             elif k == "format":
+                if v in S.UNCHECKED_FORMATS:
+                    raise Unsupported("format", f"format {v!r}: {S.UNCHECKED_FORMATS[v]}")
                 if v in S.FORMATS:
                     cases.append({"type": "string", "x-cfgmask-not-format": v})
+                    if v in S.FORMAT_MAX_LENGTH:
+                        cases.append({"type": "string", "minLength": S.FORMAT_MAX_LENGTH[v] + 1})
                     cases.append({"type": others("string")})
             elif k == "x-cfgmask-not-format":
                 cases.append({"format": v})
@@ -802,6 +806,12 @@ class Normalizer:
         elif k == "format":
             if v in S.FORMATS:
                 st.formats.append(v)
+                if v in S.FORMAT_MAX_LENGTH:
+                    m = S.FORMAT_MAX_LENGTH[v]
+                    st.hi = m if st.hi is None else min(st.hi, m)
+            elif v in S.UNCHECKED_FORMATS:
+                # strict: refused; otherwise an annotation (the grammar accepts more)
+                raise Unsupported("format", f"format {v!r}: {S.UNCHECKED_FORMATS[v]}")
         elif k == "x-cfgmask-not-format":
             if v in S.FORMATS:
                 st.not_formats.append(v)

@@ -637,34 +637,119 @@ def _ipv6_rfc4291():
 
 
 _IPV6 = _ipv6_rfc4291()
-# hostname: RFC 1123 labels; at most 4 labels of at most 62 characters each, so
-# that the total stays within 253 characters without counting (a documented
-# under-approximation).
-_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,60}[A-Za-z0-9])?"
-_HOSTNAME = f"{_LABEL}(?:\\.{_LABEL}){{0,3}}"
-# email: dot-atom local part @ hostname (RFC 5321 Mailbox without quoted
-# strings or address literals: an under-approximation).
+# hostname: RFC 1123 section 2.1 labels (letters, digits, inner hyphens) of 1 to
+# 63 characters; the 253-character total (RFC 1034 section 3.1) is the
+# maxLength in FORMAT_MAX_LENGTH.  A label with "--" in its 3rd and 4th
+# characters is reserved (RFC 5891 section 4.2.3.1): only an A-label ("xn--"
+# and valid Punycode, RFC 5891 section 4.4) may be one, and that is refused
+# here (a documented under-approximation: Punycode validity is not checked).
+_LDH = "[A-Za-z0-9-]"
+_LET_DIG = "[A-Za-z0-9]"
+_LABEL = _alt(_LET_DIG, _LET_DIG * 2, _LET_DIG + _LDH + _LET_DIG, _LET_DIG + _LDH * 2 + _LET_DIG,
+              _LET_DIG + _LDH + _alt(_LET_DIG + _LDH, "-" + _LET_DIG) + f"{_LDH}{{0,58}}{_LET_DIG}")
+_HOSTNAME = f"{_LABEL}(?:\\.{_LABEL})*"
+# email: RFC 5321 section 4.1.2 Mailbox, the ABNF as written: Local-part
+# (Dot-string or Quoted-string) "@" (Domain or address-literal).  The size
+# limits of section 4.5.3.1 (local part 64, domain 255 octets) are not part of
+# the ABNF and are not applied.  General-address-literal is left out: its
+# Standardized-tag must be registered with IANA, and the only registered tag
+# is "IPv6", which IPv6-address-literal covers.
 _ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
-_EMAIL = f"{_ATEXT}+(?:\\.{_ATEXT}+)*@{_HOSTNAME}"
-# uri: RFC 3986 URI (scheme ":" hier-part [ "?" query ] [ "#" fragment ]),
-# with ASCII characters only.
-_UNRESERVED = "[A-Za-z0-9._~-]"
-_PCT = f"%{_HEXD}{_HEXD}"
-_SUB_DELIMS = "[!$&'()*+,;=]"
-_PCHAR = _alt(_UNRESERVED, _PCT, _SUB_DELIMS, "[:@]")
-_SEGMENT = f"{_PCHAR}*"
-_SEGMENT_NZ = f"{_PCHAR}+"
-_IP_LITERAL = r"\[" + _alt(_IPV6, f"[vV]{_HEXD}+\\." + _alt(_UNRESERVED, _SUB_DELIMS, ":") + "+") + r"\]"
-_REG_NAME = _alt(_UNRESERVED, _PCT, _SUB_DELIMS) + "*"
-_HOST = _alt(_IP_LITERAL, _IPV4, _REG_NAME)
-_AUTHORITY = "(?:" + _alt(_UNRESERVED, _PCT, _SUB_DELIMS, ":") + "*@)?" + _HOST + "(?::[0-9]*)?"
-_PATH_ABEMPTY = f"(?:/{_SEGMENT})*"
-_HIER_PART = _alt(f"//{_AUTHORITY}{_PATH_ABEMPTY}",
-                  f"/(?:{_SEGMENT_NZ}(?:/{_SEGMENT})*)?",
-                  f"{_SEGMENT_NZ}(?:/{_SEGMENT})*",
-                  "")
-_QUERY = _alt(_PCHAR, "[/?]") + "*"
-_URI = f"[A-Za-z][A-Za-z0-9+.-]*:{_HIER_PART}(?:\\?{_QUERY})?(?:#{_QUERY})?"
+_QTEXT_SMTP = r"[ !#-\[\]-~]"
+_QPAIR_SMTP = r"\\[ -~]"
+_LOCAL_PART = _alt(f"{_ATEXT}+(?:\\.{_ATEXT}+)*", f'"(?:{_QTEXT_SMTP}|{_QPAIR_SMTP})*"')
+_SMTP_DOMAIN = f"{_LET_DIG}(?:[A-Za-z0-9-]*{_LET_DIG})?(?:\\.{_LET_DIG}(?:[A-Za-z0-9-]*{_LET_DIG})?)*"
+_SNUM = _alt("25[0-5]", "2[0-4][0-9]", "[01]?[0-9]{1,2}")
+_SMTP_IPV4 = f"{_SNUM}(?:\\.{_SNUM}){{3}}"
+
+
+def _smtp_ipv6():
+    # IPv6-full / IPv6-comp / IPv6v4-full / IPv6v4-comp, with the group counts
+    # of their comments ("::" stands for at least two groups)
+    h = f"{_HEXD}{{1,4}}"
+
+    def groups(n, trail=""):
+        # exactly n groups separated by ":" (then ``trail`` after each when given)
+        if n == 0:
+            return ""
+        if trail:
+            return f"(?:{h}{trail}){{{n}}}"
+        return h + (f"(?::{h}){{{n - 1}}}" if n > 1 else "")
+
+    comp = _alt(*(groups(a) + "::" + _alt(*(groups(b) for b in range(0, 7 - a)))
+                  for a in range(0, 7)))
+    v4comp = _alt(*(groups(a) + "::" + _alt(*(groups(b, ":") for b in range(0, 5 - a)))
+                    for a in range(0, 5))) + _SMTP_IPV4
+    return _alt(groups(8), comp, groups(6, ":") + _SMTP_IPV4, v4comp)
+
+
+_ADDRESS_LITERAL = r"\[" + _alt(_SMTP_IPV4, "IPv6:" + _smtp_ipv6()) + r"\]"
+_EMAIL = f"{_LOCAL_PART}@" + _alt(_SMTP_DOMAIN, _ADDRESS_LITERAL)
+
+
+def _cls(*ranges):
+    """A decoded-regex class of code point ranges (``(lo, hi)`` pairs or single characters)."""
+    out = []
+    for r in ranges:
+        lo, hi = (r, r) if isinstance(r, int) else r
+        out.append(f"\\U{lo:08X}" if lo == hi else f"\\U{lo:08X}-\\U{hi:08X}")
+    return "[" + "".join(out) + "]"
+
+
+# RFC 3987 ucschar and iprivate
+_UCSCHAR = ((0xA0, 0xD7FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFEF)) + tuple(
+    (p << 16, (p << 16) + 0xFFFD) for p in range(1, 14)) + ((0xE1000, 0xEFFFD),)
+_IPRIVATE = ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
+
+
+def _uri_family(iri):
+    """``(absolute, reference)``: RFC 3986 URI and URI-reference, or with ``iri``
+    RFC 3987 IRI and IRI-reference (ucschar in the unreserved characters,
+    iprivate in the query)."""
+    unreserved = "[A-Za-z0-9._~-]"
+    if iri:
+        unreserved = _alt(unreserved, _cls(*_UCSCHAR))
+    pct = f"%{_HEXD}{_HEXD}"
+    sub_delims = "[!$&'()*+,;=]"
+    pchar = _alt(unreserved, pct, sub_delims, "[:@]")
+    segment, segment_nz = f"{pchar}*", f"{pchar}+"
+    segment_nz_nc = _alt(unreserved, pct, sub_delims, "@") + "+"
+    ip_literal = r"\[" + _alt(_IPV6, f"[vV]{_HEXD}+\\." + _alt("[A-Za-z0-9._~-]", sub_delims, ":")
+                              + "+") + r"\]"
+    reg_name = _alt(unreserved, pct, sub_delims) + "*"
+    host = _alt(ip_literal, _IPV4, reg_name)
+    authority = "(?:" + _alt(unreserved, pct, sub_delims, ":") + "*@)?" + host + "(?::[0-9]*)?"
+    path_abempty = f"(?:/{segment})*"
+    path_absolute = f"/(?:{segment_nz}(?:/{segment})*)?"
+    hier_part = _alt(f"//{authority}{path_abempty}", path_absolute,
+                     f"{segment_nz}(?:/{segment})*", "")
+    relative_part = _alt(f"//{authority}{path_abempty}", path_absolute,
+                         f"{segment_nz_nc}(?:/{segment})*", "")
+    query = _alt(pchar, _cls(*_IPRIVATE), "[/?]") + "*" if iri else _alt(pchar, "[/?]") + "*"
+    fragment = _alt(pchar, "[/?]") + "*"
+    tail = f"(?:\\?{query})?(?:#{fragment})?"
+    absolute = f"[A-Za-z][A-Za-z0-9+.-]*:{hier_part}{tail}"
+    return absolute, _alt(absolute, relative_part + tail)
+
+
+_URI, _URI_REFERENCE = _uri_family(False)
+_IRI, _IRI_REFERENCE = _uri_family(True)
+# uri-template: RFC 6570 section 2, any level (URI-Template = *( literals / expression )).
+# The literals ABNF of section 2.1 leaves out "'" (%x27), a sub-delim that
+# section 3.1 copies like any other URI character; it is allowed here, as the
+# JSON-Schema-Test-Suite reads the RFC.
+_UT_PCT = f"%{_HEXD}{_HEXD}"
+_UT_LITERAL = _alt(_cls(0x21, (0x23, 0x24), (0x26, 0x3B), 0x3D, (0x3F, 0x5B), 0x5D, 0x5F,
+                        (0x61, 0x7A), 0x7E, *_UCSCHAR, *_IPRIVATE), _UT_PCT)
+_UT_VARCHAR = _alt("[A-Za-z0-9_]", _UT_PCT)
+_UT_VARSPEC = f"{_UT_VARCHAR}(?:\\.?{_UT_VARCHAR})*" + _alt(":[1-9][0-9]{0,3}", r"\*", "")
+_UT_EXPRESSION = r"\{[+#./;?&=,!@|]?" + f"{_UT_VARSPEC}(?:,{_UT_VARSPEC})*" + r"\}"
+_URI_TEMPLATE = _alt(_UT_LITERAL, _UT_EXPRESSION) + "*"
+# json-pointer: RFC 6901 section 3; relative-json-pointer: draft-bhutton-
+# relative-json-pointer-00 section 3 (the draft JSON Schema 2020-12 cites), with
+# its index manipulation ("+" / "-" positive integer) after the prefix
+_JSON_POINTER = "(?:/(?:[^/~]|~[01])*)*"
+_RELATIVE_JSON_POINTER = "(?:0|[1-9][0-9]*)(?:[+-][1-9][0-9]*)?" + _alt("#", _JSON_POINTER)
 _UUID = f"{_HEXD}{{8}}-{_HEXD}{{4}}-{_HEXD}{{4}}-{_HEXD}{{4}}-{_HEXD}{{12}}"
 # duration: RFC 3339 appendix A, verbatim
 _N = f"{_D}+"
@@ -678,7 +763,7 @@ _DUR_YEAR = f"{_N}Y(?:{_DUR_MONTH})?"
 _DUR_DATE = _alt(_DUR_DAY, _DUR_MONTH, _DUR_YEAR) + f"(?:{_DUR_TIME})?"
 _DURATION = "P" + _alt(_DUR_DATE, _DUR_TIME, f"{_N}W")
 
-# Decoded regexes (full match) of the asserted formats.  All are ASCII.
+# Decoded regexes (full match) of the asserted formats.
 FORMATS = {
     "date-time": f"{_FULL_DATE}[Tt]{_FULL_TIME}",
     "date": _FULL_DATE,
@@ -689,5 +774,28 @@ FORMATS = {
     "ipv4": _IPV4,
     "ipv6": _IPV6,
     "uri": _URI,
+    "uri-reference": _URI_REFERENCE,
+    "iri": _IRI,
+    "iri-reference": _IRI_REFERENCE,
+    "uri-template": _URI_TEMPLATE,
+    "json-pointer": _JSON_POINTER,
+    "relative-json-pointer": _RELATIVE_JSON_POINTER,
     "uuid": _UUID,
+}
+# A length bound that belongs to a format but is kept out of its regex (the
+# product automaton would be large); the normaliser adds it as a maxLength.
+FORMAT_MAX_LENGTH = {"hostname": 253}
+# Draft 2020-12 formats whose language is not checked here (strict=True refuses
+# them, strict=False reads them as annotations): an ECMA-262 regex nests
+# parentheses (not a regular language); an IDNA2008 U-label (idn-hostname,
+# the domain of idn-email) needs its Punycode A-label to fit 63 octets, besides
+# code point properties, contextual and Bidi rules and NFC.  Other unknown
+# formats are annotations, as the specification says.
+UNCHECKED_FORMATS = {
+    "regex": "an ECMA-262 regular expression nests parentheses: not a regular language",
+    "idn-hostname": "IDNA2008 U-label validity (RFC 5891: code point properties, contextual "
+                    "and Bidi rules, NFC, a Punycode A-label of at most 63 octets) is not "
+                    "checked by a regular expression here",
+    "idn-email": "the domain of an RFC 6531 address may be an IDNA2008 U-label, whose validity "
+                 "(RFC 5891) is not checked by a regular expression here",
 }

@@ -11,7 +11,8 @@ Semantics (the same as the grammar's, docs/json-schema.md):
 * numbers compare exactly in decimal; ``1.0`` is an integer; booleans are
   never numbers;
 * ``pattern`` is the ECMA-262 reading of ``strings.pattern_to_decoded``;
-* ``format`` asserts the formats in ``strings.FORMATS`` and ignores others;
+* ``format`` asserts the formats in ``strings.FORMATS`` (with the lengths of
+  ``strings.FORMAT_MAX_LENGTH``) and ignores others;
 * equality is JSON equality (``1 == 1.0``, ``true != 1``, objects unordered).
 
 It also reads the compiler's internal keywords (``x-cfgmask-*``) that appear
@@ -90,7 +91,8 @@ def matches_pattern(pattern, s):
 def matches_format(name, s):
     if name not in S.FORMATS:
         return True
-    return _format_rx(name).fullmatch(s) is not None
+    return (len(s) <= S.FORMAT_MAX_LENGTH.get(name, len(s))
+            and _format_rx(name).fullmatch(s) is not None)
 
 
 class Validator:
