@@ -277,8 +277,10 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     are refused inside them either way).  ``max_indent``: spaces allowed
     after a line break.  ``tables`` (SQL only): the names of the tables that
     exist; a table reference (``FROM``, ``JOIN``, ``INTO``, ``UPDATE``, ``IN``)
-    must then name one of them (bare, any letter case, or double-quoted), so a
-    query over a table the schema lacks cannot be written.  Returns a new
+    must then name one of them (bare in any letter case when the name is a
+    bare identifier, or quoted as the dialect quotes names: ``"order"``,
+    MySQL ```a b```), so a query over a table the schema lacks cannot be
+    written; a keyword or a name with a space can only be written quoted.  Returns a new
     :class:`~cfgmask.Grammar` whose ``profile`` attribute is a
     :class:`Profile`; raises :class:`~cfgmask.GrammarError` when a terminal
     named in :data:`SPECS` is missing or an invariant of the module docstring
@@ -339,7 +341,9 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     added = {}     # new terminal -> pattern (the table names)
     if tables is not None:
         added = _table_terminals(spec, tables, grammar, need, where)
-        origin.update({TABLE_NAME: spec.name_terminal, TABLE_NAME_QUOTED: spec.quoted_name_terminal})
+        # TABLE_NAME exists only when some name can be written bare ("order", "a b" cannot)
+        origin.update({n: o for n, o in ((TABLE_NAME, spec.name_terminal),
+                                          (TABLE_NAME_QUOTED, spec.quoted_name_terminal)) if n in added})
         patterns.update(added)
 
     # ---- 2. automata, guards and the invariants ---------------------------
@@ -377,8 +381,8 @@ TABLE_SYMBOL = "$table"
 
 
 def _table_terminals(spec, tables, grammar, need, where):
-    """``TABLE_NAME`` (the names that are bare identifiers, ASCII letters in any case) and
-    ``TABLE_NAME_QUOTED`` (every name in double quotes)."""
+    """``TABLE_NAME`` (the names that are bare identifiers, ASCII letters in any case; absent
+    when there are none) and ``TABLE_NAME_QUOTED`` (every name in the dialect's quotes)."""
     bare_rx = re.compile(grammar.terminal_patterns[grammar.terminal_names.index(
         need(spec.name_terminal, "name terminal"))])
     need(spec.quoted_name_terminal, "quoted name terminal")

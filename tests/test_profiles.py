@@ -521,6 +521,61 @@ def test_tables_option_errors():
     assert cfgmask.judges.sql_tables("CREATE TABLE a (x); CREATE TABLE \"b c\" (y);") == ["a", "b c"]
 
 
+@functools.lru_cache(maxsize=None)
+def dialect_tables_compiled(dialect, tables):
+    g = Grammar.builtin("sql", profile="generate", dialect=dialect, tables=list(tables))
+    return cfgmask.compile(g, byte_vocab())
+
+
+@functools.lru_cache(maxsize=None)
+def dialect_full_compiled(dialect):
+    return cfgmask.compile(Grammar.builtin("sql", profile="full", dialect=dialect), byte_vocab())
+
+
+def _takes(compiled, doc):
+    m = compiled.matcher()
+    try:
+        m.consume_many(list(doc.encode("utf-8")) + [256])
+    except cfgmask.TokenRejected:
+        return False
+    return True
+
+
+# Table names that are keywords or not identifiers at all used to end in KeyError: 'TABLE_NAME'
+# (issue 26).  They are written quoted, as the dialect quotes names.
+QUOTED_TABLES = [
+    ("sqlite", ("order",), ['SELECT * FROM "order";', 'DELETE FROM "order" WHERE id = 1'],
+     ["SELECT * FROM order", 'SELECT * FROM "orders"', "SELECT * FROM x"]),
+    ("sqlite", ("a b",), ['SELECT * FROM "a b"', 'INSERT INTO "a b" VALUES (1)'],
+     ['SELECT * FROM "a"', "SELECT * FROM a", "SELECT * FROM b"]),
+    ("sqlite", ("x",), ["SELECT * FROM x", "SELECT * FROM X", 'SELECT * FROM "x"'],
+     ["SELECT * FROM y", 'SELECT * FROM "X"']),
+    ("sqlite", ("order", "users"), ['SELECT * FROM "order" JOIN users ON 1', "UPDATE USERS SET a = 1",
+                                    'SELECT * FROM "users"'],
+     ["SELECT * FROM order", "SELECT * FROM user", 'SELECT * FROM "Users"']),
+    ("sqlite", ('we"ird',), ['SELECT * FROM "we""ird"'], ['SELECT * FROM "we"ird"', "SELECT * FROM we"]),
+    ("postgres", ("order", "a b"), ['SELECT * FROM "order" JOIN "a b" ON true'],
+     ["SELECT * FROM order", "SELECT * FROM `order`"]),
+    ("mysql", ("order", "a b"), ["SELECT * FROM `order` JOIN `a b` ON 1"],
+     ["SELECT * FROM order", 'SELECT * FROM "order"', "SELECT * FROM `orders`"]),
+]
+
+
+@pytest.mark.parametrize("dialect,tables,good,bad", QUOTED_TABLES,
+                         ids=[f"{d}-{'+'.join(t)}" for d, t, _, _ in QUOTED_TABLES])
+def test_tables_that_need_quoting(dialect, tables, good, bad):
+    from tests import sql_judges
+    compiled = dialect_tables_compiled(dialect, tables)
+    judge = sql_judges.get(dialect) if dialect != "mysql" else None  # no MariaDB server started here
+    for doc in good:
+        assert _takes(compiled, doc), (dialect, tables, doc)
+        assert _takes(dialect_full_compiled(dialect), doc), doc
+        if judge is not None:
+            assert judge.syntax_error(doc) is None, doc
+    for doc in bad:
+        assert not _takes(compiled, doc), (dialect, tables, doc)
+
+
 # ------------------------------------------------------------- refusals
 
 def _toy(text):
