@@ -182,7 +182,7 @@ def number_dfa(num, pins):
         ex = [v for v in num.excluded if json_type(v) == "number" and
               N.to_decimal(v) == N.to_decimal(v).to_integral_value()]
         if ex:
-            t = "(?:" + "|".join(N.canonical(v) for v in ex) + ")"
+            t = "(?:" + "|".join(N.canonical_regex(v) for v in ex) + ")"
             dfa, text = A.subtract(dfa, text, compile_regex(t, name="excluded"), t, pins)
         return (dfa, text) if not A.is_empty(dfa) else None
     plain = num.lo is not None or num.hi is not None or num.excluded or num.nonint or \
@@ -211,7 +211,7 @@ def number_dfa(num, pins):
     if ex:
         alts = []
         for v in ex:
-            c = N.canonical(v)
+            c = N.canonical_regex(v)
             alts.append(f"{c}(?:\\.0+)?" if "." not in c else f"{c}0*")
         t = "(?:" + "|".join(alts) + ")"
         dfa, text = A.subtract(dfa, text, compile_regex(t, name="excluded"), t, pins)
@@ -384,7 +384,7 @@ class Builder:
             dfa, text = A.literal_set_dfa(strs, canonical=self.canonical)
             self.rule(sym, [self.term(text, "LITERAL")])
         if nums:
-            texts = sorted({N.canonical(v) for v in nums})
+            texts = sorted({N.canonical_regex(v) for v in nums})
             text = texts[0] if len(texts) == 1 else "(?:" + "|".join(texts) + ")"
             self.rule(sym, [self.term(text, "LITERAL_NUMBER")])
         for v in values:
@@ -407,7 +407,7 @@ class Builder:
             self.rule(sym, [self.term(A.literal_set_dfa([v], canonical=self.canonical)[1],
                                       "LITERAL")])
         elif t == "number":
-            self.rule(sym, [self.term(N.canonical(v), "LITERAL_NUMBER")])
+            self.rule(sym, [self.term(N.canonical_regex(v), "LITERAL_NUMBER")])
         elif t == "null":
             self.rule(sym, [self.term("null", "NULL")])
         elif t == "boolean":

@@ -40,6 +40,9 @@ SUBSCHEMA_ONE = ("not", "if", "then", "else", "additionalProperties", "additiona
 SUBSCHEMA_LIST = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
 SUBSCHEMA_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
                  "dependencies")
+# keywords that apply their subschemas to the value itself (not to a part of it)
+_IN_PLACE = frozenset(("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
+                       "dependencies"))
 
 
 def read_schema(schema):
@@ -232,6 +235,85 @@ class SchemaDoc:
             raise GrammarError(f"$ref {ref!r} at {display(pointer)}: no $anchor {frag!r}",
                                where=display(pointer), construct="$ref")
         return ptr
+
+    # ---- in-place reference cycles
+    def check_cycles(self):
+        """Refuse a schema that applies itself to the same value forever.
+
+        The in-place applicators ($ref, allOf, anyOf, oneOf, not, if/then/else,
+        dependentSchemas) apply a subschema to the value itself; a cycle of
+        them (``{"$ref": "#"}``, ``a = anyOf[a, ...]``, ``a = not a``)
+        never consumes input, so its language is undefined (2020-12 core,
+        9.4.1) and every validator loops on it.  The walk is iterative: deep
+        documents must not raise RecursionError here.
+        """
+        reached, edges = self._in_place_graph()
+        state = {}   # pointer -> 1 on the DFS stack, 2 done
+        for start in reached:
+            if start in state:
+                continue
+            stack = [(start, iter(edges.get(start, ())))]
+            path = [start]
+            state[start] = 1
+            while stack:
+                ptr, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    stack.pop()
+                    path.pop()
+                    state[ptr] = 2
+                    continue
+                seen = state.get(nxt)
+                if seen == 1:
+                    cycle = path[path.index(nxt):] + [nxt]
+                    shown = [display(c)[:80] for c in cycle]
+                    if len(shown) > 8:
+                        shown = shown[:4] + [f"... ({len(shown) - 6} more)"] + shown[-2:]
+                    raise GrammarError(
+                        f"JSON schema: $ref cycle {' -> '.join(shown)}: the schema at "
+                        f"{shown[0]} applies itself to the same value (through $ref/allOf/anyOf/"
+                        f"oneOf/not/if) without consuming input, so no value is ever decided",
+                        where=display(nxt), construct="$ref")
+                if seen is None:
+                    state[nxt] = 1
+                    path.append(nxt)
+                    stack.append((nxt, iter(edges.get(nxt, ()))))
+
+    def _in_place_graph(self):
+        """(pointers reachable from the root, pointer -> in-place successor pointers)."""
+        reached = [""]
+        seen = {""}
+        edges = {}
+        i = 0
+        while i < len(reached):
+            p = reached[i]
+            i += 1
+            s = self.get(p)
+            if not isinstance(s, dict):
+                continue
+            in_place, consuming = [], []
+            if "$ref" in s and isinstance(s["$ref"], str):
+                try:
+                    in_place.append(self.resolve(p, s["$ref"]))
+                except GrammarError:
+                    pass  # reported when the compiler gets there
+            if not ("$ref" in s and self.draft_at(p) <= 7):  # older drafts ignore the rest
+                for k, v in s.items():
+                    if k in ("enum", "const", "examples", "default", "$defs", "definitions"):
+                        continue
+                    out = in_place if k in _IN_PLACE else consuming
+                    if k in SUBSCHEMA_MAP and isinstance(v, dict):
+                        out += [child(p, k, n) for n, x in v.items() if isinstance(x, (dict, bool))]
+                    elif k in SUBSCHEMA_LIST and isinstance(v, list):
+                        out += [child(p, k, j) for j, x in enumerate(v) if isinstance(x, (dict, bool))]
+                    elif k in SUBSCHEMA_ONE and isinstance(v, (dict, bool)):
+                        out.append(child(p, k))
+            edges[p] = in_place
+            for q in in_place + consuming:
+                if q not in seen:
+                    seen.add(q)
+                    reached.append(q)
+        return reached, edges
 
     def _base_near(self, pointer):
         p = pointer

@@ -166,6 +166,7 @@ class Normalizer:
         self.doc = doc
         self.strict = strict
         self.loosened = []       # (keyword, pointer, why) when strict=False
+        doc.check_cycles()  # before anything follows $ref in place
         self.validator = Validator(doc)
         self._nodes = {}
         self._building = set()
@@ -571,9 +572,10 @@ class Normalizer:
         draft = self.doc.draft_at(p)
         if "$ref" in s and draft <= 7:
             return self._negate_ptr(self.doc.resolve(p, s["$ref"]))
-        cases = []   # the negation is the union (anyOf) of these schemas
-        others = lambda *ts: [t for t in ("null", "boolean", "number", "string", "array", "object")  # noqa: E731
-                              if t not in ts]
+        # the negation is the union (anyOf) of these schemas.  A type-specific
+        # keyword (minimum, maxLength, items, required, ...) holds vacuously for
+        # values of other types, so its negation holds only for its own type.
+        cases = []
         for k, v in s.items():
             if k in ANNOTATIONS or k not in _HANDLED and not k.startswith("x-cfgmask-") \
                     and k not in _REFUSED:
@@ -612,12 +614,10 @@ class Normalizer:
                 if k == "maximum" and s.get("exclusiveMaximum") is True:
                     flip = "minimum"
                 cases.append({"type": "number", flip: v})
-                cases.append({"type": others("number")})
             elif k == "multipleOf":
                 cases.append({"type": "number", "x-cfgmask-not-multipleOf": v})
-                cases.append({"type": others("number")})
             elif k == "x-cfgmask-not-multipleOf":
-                cases.append({"multipleOf": v})
+                cases.append({"type": "number", "multipleOf": v})
             elif k == "x-cfgmask-nonint":
                 cases.append({"type": "integer"})
             elif k in ("minLength", "maxLength"):
@@ -626,12 +626,10 @@ class Normalizer:
                         cases.append({"type": "string", "maxLength": v - 1})
                 else:
                     cases.append({"type": "string", "minLength": v + 1})
-                cases.append({"type": others("string")})
             elif k == "pattern":
                 cases.append({"type": "string", "x-cfgmask-not-pattern": v})
-                cases.append({"type": others("string")})
             elif k == "x-cfgmask-not-pattern":
-                cases.append({"pattern": v})
+                cases.append({"type": "string", "pattern": v})
             elif k == "format":
                 if v in S.UNCHECKED_FORMATS:
                     raise Unsupported("format", f"format {v!r}: {S.UNCHECKED_FORMATS[v]}")
@@ -639,9 +637,8 @@ class Normalizer:
                     cases.append({"type": "string", "x-cfgmask-not-format": v})
                     if v in S.FORMAT_MAX_LENGTH:
                         cases.append({"type": "string", "minLength": S.FORMAT_MAX_LENGTH[v] + 1})
-                    cases.append({"type": others("string")})
             elif k == "x-cfgmask-not-format":
-                cases.append({"format": v})
+                cases.append({"type": "string", "format": v})
             elif k in ("minItems", "maxItems", "minProperties", "maxProperties"):
                 t = "array" if "Items" in k else "object"
                 if k.startswith("min"):
@@ -649,25 +646,18 @@ class Normalizer:
                         cases.append({"type": t, k.replace("min", "max"): v - 1})
                 else:
                     cases.append({"type": t, k.replace("max", "min"): v + 1})
-                cases.append({"type": others(t)})
             elif k == "required":
                 for n in v:
                     cases.append({"type": "object", "properties": {n: False}})
-                if v:
-                    cases.append({"type": others("object")})
             elif k == "properties":
                 for n in v:
                     cases.append({"type": "object", "required": [n],
                                   "properties": {n: self._negate_ptr(child(p, k, n))}})
-                if v:
-                    cases.append({"type": others("object")})
             elif k == "items" and isinstance(v, (dict, bool)) and \
                     not (draft >= 2020 and "prefixItems" in s):
                 cases.append({"type": "array", "contains": self._negate_ptr(child(p, k))})
-                cases.append({"type": others("array")})
             elif k == "contains" and "minContains" not in s and "maxContains" not in s:
                 cases.append({"type": "array", "items": self._negate_ptr(child(p, k))})
-                cases.append({"type": others("array")})
             elif k in ("minContains", "maxContains") and "contains" not in s:
                 continue
             elif k in ("then", "else") and "if" not in s:

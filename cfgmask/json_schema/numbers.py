@@ -51,6 +51,11 @@ def canonical(x):
     return text
 
 
+def canonical_regex(x):
+    """:func:`canonical` as a regex matching only that text (its ``.`` escaped)."""
+    return canonical(x).replace(".", "\\.")
+
+
 def _digit_class(a, b):
     return str(a) if a == b else f"[{a}-{b}]"
 

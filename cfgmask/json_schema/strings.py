@@ -191,6 +191,12 @@ def _canonical_escape(c):
     return f"\\\\u{c:04x}"
 
 
+# An empty character set in a text regex.  The decoded regexes spell it
+# "(?!)" (decoded_class), which compile_regex refuses inside a sequence; an
+# empty class compiles to "no byte" anywhere.
+NO_CHAR_TEXT = "[^\\s\\S]"
+
+
 @lru_cache(maxsize=4096)
 def chars_text(ranges, canonical=False):
     """Regex spelling exactly one character of the set ``ranges`` in JSON string text.
@@ -208,7 +214,7 @@ def chars_text(ranges, canonical=False):
         for lo, hi in intersect(ranges, _MUST_ESCAPE):
             alts += [_canonical_escape(c) for c in range(lo, hi + 1)]
         if not alts:
-            return "(?!)"
+            return NO_CHAR_TEXT
         return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
     alts = []
     raw = minus(ranges, _MUST_ESCAPE)
@@ -229,7 +235,7 @@ def chars_text(ranges, canonical=False):
     if esc:
         alts.append("\\\\" + (esc[0] if len(esc) == 1 else "(?:" + "|".join(esc) + ")"))
     if not alts:
-        return "(?!)"
+        return NO_CHAR_TEXT
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
 
@@ -299,6 +305,8 @@ def _rebuild_item(op, av, flags, canonical):
         if hi is _C.MAXREPEAT:
             return body + ("*" if lo == 0 else "+" if lo == 1 else f"{{{lo},}}")
         return body + (f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}")
+    if op is _C.ASSERT_NOT and not av[1]:
+        return NO_CHAR_TEXT  # "(?!)": a class that no character is in (e.g. [^\s\S])
     raise AssertionError(f"internal: unexpected regex node {op} in a decoded regex")
 
 
@@ -418,7 +426,8 @@ def pattern_to_decoded(pattern):
     alts = []
     for start, end, body in _anchored_alternatives(list(parsed), False, False, [0]):
         core = _ecma_seq(body, +1)
-        nullable = _sre_parse.parse(core, 0).getwidth()[0] == 0 if core else True
+        # not getwidth(): an empty class ("(?!)", width 0) matches nothing, not ""
+        nullable = re.fullmatch(core, "") is not None
         if not start and not end and nullable:
             return f"{ANY_DECODED}*"  # matches (the empty string) inside every value
         alts.append(("" if start else f"{ANY_DECODED}*") + f"(?:{core})" +

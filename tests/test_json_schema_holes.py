@@ -1,0 +1,206 @@
+"""Issue 24: schemas whose grammar accepted what the schema forbids, and malformed schemas.
+
+Every acceptance case is decided by the ``jsonschema`` package (the oracle),
+never by cfgmask's own validator: a text is accepted byte by byte iff it is
+JSON and the oracle says the value is valid.  The texts are written in the
+grammar's style (compact, canonical numbers) so that "valid" and "accepted"
+must agree exactly.
+
+* holes: number constants as regexes, negated type-specific keywords,
+  patterns that match nothing, ``$ref`` cycles;
+* errors: malformed keyword values raise :class:`~cfgmask.GrammarError`
+  (never a foreign exception), naming the keyword and the JSON pointer, in a
+  message of bounded length.
+"""
+
+import json
+
+import pytest
+
+from cfgmask import GrammarError
+from cfgmask.json_schema import compile_schema
+from tests.test_json_schema_support import accepts, compile_bytes, jsonschema_errors
+
+
+def oracle_valid(text, schema):
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False  # not JSON at all
+    return not jsonschema_errors(value, schema)
+
+
+def check_exact(schema, texts, may_refuse=False):
+    """Each text is accepted iff the oracle says it is a valid instance.
+
+    ``may_refuse``: a GrammarError (fail closed) is an acceptable answer too.
+    """
+    try:
+        c = compile_bytes(compile_schema(schema))
+    except GrammarError as e:
+        if may_refuse:
+            return
+        # an empty language may be refused as such, and only then
+        assert "no instance" in str(e), e
+        assert not any(oracle_valid(t, schema) for t in texts), (schema, str(e))
+        return
+    wrong = [(t, oracle_valid(t, schema)) for t in texts if accepts(c, t) != oracle_valid(t, schema)]
+    assert not wrong, (schema, [f"{t!r}: valid={v} but {'refused' if v else 'accepted'}"
+                                for t, v in wrong])
+
+
+# ------------------------------------------------- hole 1: number constants
+
+NUMBER_CONSTANTS = [
+    ({"const": 1.5}, ["1x5", "1}5", "105", "1-5", "1.5", "15", "1"]),
+    ({"enum": [0.5, 2]}, ["0}5", "0x5", "005", "0.5", "2", "0.25"]),
+    ({"properties": {"p": {"const": 2.25}}}, ['{"p":2a25}', '{"p":2025}', '{"p":2.25}', '{}']),
+    ({"enum": [4.5, 0.0075, "a.b"]}, ["4戠5", "405", "0í0075", "0.0075", "4.5", '"a.b"', '"axb"']),
+    ({"const": [1.5, {"a": -0.25}]}, ['[1.5,{"a":-0.25}]', '[105,{"a":-0.25}]', '[1.5,{"a":-0x25}]']),
+    # under not: the excluded constant must not take other numbers with it
+    ({"not": {"const": 4.5}}, ["405", "4.5", "4.50", "4.6", '"x"']),
+    ({"type": "number", "not": {"enum": [12.5, 0.75]}}, ["1205", "12.5", "12.50", "0.75", "0775",
+                                                         "0.7", "13"]),
+    ({"type": "number", "minimum": 0, "not": {"const": 1.5}}, ["105", "1.5", "1.25", "2"]),
+]
+
+
+@pytest.mark.parametrize("schema,texts", NUMBER_CONSTANTS,
+                         ids=[json.dumps(s) for s, _ in NUMBER_CONSTANTS])
+def test_number_constants_are_literal(schema, texts):
+    check_exact(schema, texts)
+
+
+# ------------------------------------- hole 2: negated type-specific keywords
+
+ALL_TYPES = ["null", "true", '"x"', '""', "[]", "[1]", "{}", '{"a":1}', "3", "7", "4.5"]
+
+NEGATIONS = [
+    {"not": {"minimum": 5}},
+    {"not": {"maximum": 3}},
+    {"not": {"exclusiveMinimum": 5}},
+    {"not": {"multipleOf": 2}},  # refused today: not-multipleOf needs integers
+    {"not": {"multipleOf": 2}, "type": "integer"},
+    {"not": {"minLength": 1}},
+    {"not": {"maxLength": 0}},
+    {"not": {"pattern": "^x"}},
+    {"not": {"format": "date"}},
+    {"not": {"items": {"type": "integer"}}},
+    {"not": {"contains": {"type": "integer"}}},
+    {"not": {"minItems": 1}},
+    {"not": {"maxItems": 0}},
+    {"not": {"required": ["a"]}},
+    {"not": {"properties": {"a": {"type": "string"}}}},
+    {"not": {"minProperties": 1}},
+    {"not": {"maxProperties": 0}},
+    {"not": {"not": {"minimum": 5}}},
+    {"not": {"allOf": [{"minimum": 4}, {"maximum": 6}]}},
+    {"not": {"anyOf": [{"minimum": 5}, {"minLength": 1}]}},
+    {"not": {"type": "string", "minLength": 1}},
+    {"not": {"type": ["array", "object"], "minItems": 1}},
+    {"oneOf": [{"minimum": 5}, {"maximum": 3}]},
+    {"oneOf": [{"minLength": 1}, {"type": "number"}]},
+    {"if": {"minimum": 5}, "then": {"type": "number"}, "else": {"type": "string"}},
+    {"if": {"minimum": 5}, "then": {"multipleOf": 7}, "else": {"type": "integer"}},
+    {"if": {"maxLength": 0}, "then": {"type": "string"}, "else": False},
+    {"if": {"required": ["a"]}, "then": {"type": "object"}, "else": {"type": "null"}},
+    {"anyOf": [{"not": {"minimum": 5}}, {"type": "null"}]},
+    {"properties": {"p": {"not": {"minItems": 1}}}, "required": ["p"]},
+]
+
+
+@pytest.mark.parametrize("schema", NEGATIONS, ids=[json.dumps(s) for s in NEGATIONS])
+def test_negated_keywords_hold_vacuously_for_other_types(schema):
+    texts = ALL_TYPES
+    if "properties" in schema:
+        texts = ['{"p":' + t + "}" for t in ALL_TYPES] + ["{}"]
+    check_exact(schema, texts, may_refuse=schema == {"not": {"multipleOf": 2}})
+
+
+def test_not_minimum_is_exactly_the_smaller_numbers():
+    c = compile_bytes(compile_schema({"not": {"minimum": 5}}))
+    for t in ["3", "-1", "4.5"]:
+        assert accepts(c, t)
+    for t in ["5", "7", '"x"', "null", "true", "[]", "{}"]:
+        assert not accepts(c, t)
+
+
+# -------------------------------------------- hole 3: patterns matching nothing
+
+EMPTY_PATTERNS = [r"[^\s\S]", r"[^\d\D]", r"[^\w\W]", r"a[^\s\S]", r"^[^\d\D]$", r"[^\s\S]+",
+                  r"^[\ud800-\udfff]$", r"x[\ud800-\udbff]y"]
+
+
+@pytest.mark.parametrize("pattern", EMPTY_PATTERNS)
+def test_a_pattern_that_matches_nothing_refuses_every_string(pattern):
+    texts = ['""', '"a"', '"x"', '"xy"', '"a b"', "1"]
+    check_exact({"type": "string", "pattern": pattern}, texts)
+    # inside a union the other branch still works
+    check_exact({"anyOf": [{"type": "string", "pattern": pattern}, {"type": "integer"}]}, texts)
+    check_exact({"pattern": pattern}, texts)  # non-strings are still valid
+
+
+@pytest.mark.parametrize("pattern,texts", [
+    (r"[^\s\S]|b", ['"b"', '"abc"', '"a"', '""']),
+    (r"x[^\s\S]?y", ['"xy"', '"axyb"', '"x y"', '"x"']),
+    (r"(?:[^\s\S])*", ['""', '"a"']),
+    (r"^[^\s\S]*$", ['""', '"a"']),
+    (r"^a(?:[^\d\D]|b)c$", ['"abc"', '"ac"', '"a1c"']),
+])
+def test_empty_classes_inside_longer_patterns(pattern, texts):
+    check_exact({"type": "string", "pattern": pattern}, texts)
+    check_exact({"type": "object", "patternProperties": {pattern: {"type": "integer"}},
+                 "additionalProperties": {"type": "string"}},
+                ['{' + t + ':1}' for t in texts] + ['{' + t + ':"s"}' for t in texts])
+
+
+def test_property_names_pattern_matching_nothing():
+    check_exact({"type": "object", "propertyNames": {"pattern": r"a[^\s\S]"}},
+                ["{}", '{"a":1}', '{"ab":1}'])
+    check_exact({"type": "object", "patternProperties": {r"[^\s\S]": False}},
+                ["{}", '{"a":1}'])
+
+
+# ------------------------------------------- hole 4: $ref cycles in place
+
+CYCLES = [
+    ({"$ref": "#"}, ["#"]),
+    ({"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "integer"}]}}, "$ref": "#/$defs/a"},
+     ["#/$defs/a", "#/$defs/a/anyOf/0"]),
+    ({"$defs": {"a": {"not": {"$ref": "#/$defs/a"}}}, "$ref": "#/$defs/a"}, ["#/$defs/a", "#/$defs/a/not"]),
+    ({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/b"}]}, "b": {"oneOf": [{"$ref": "#/$defs/a"}, True]}},
+      "$ref": "#/$defs/a"}, ["#/$defs/a", "#/$defs/b"]),
+    ({"type": "object", "properties": {"x": {"$ref": "#/properties/x"}}}, ["#/properties/x"]),
+    ({"$defs": {"a": {"if": {"type": "string"}, "then": {"$ref": "#/$defs/a"}}},
+      "items": {"$ref": "#/$defs/a"}}, ["#/$defs/a", "#/$defs/a/then"]),
+    ({"$schema": "http://json-schema.org/draft-07/schema#",
+      "definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"anyOf": [{"$ref": "#/definitions/a"}]}},
+      "$ref": "#/definitions/a"}, ["#/definitions/a", "#/definitions/b"]),
+    ({"$defs": {"a": {"$anchor": "A", "dependentSchemas": {"k": {"$ref": "#A"}}}}, "$ref": "#/$defs/a"},
+     ["#/$defs/a", "#/$defs/a/dependentSchemas/k"]),
+]
+
+
+@pytest.mark.parametrize("schema,names", CYCLES, ids=[json.dumps(s)[:60] for s, _ in CYCLES])
+def test_in_place_ref_cycles_are_refused_naming_the_cycle(schema, names):
+    with pytest.raises(GrammarError) as e:
+        compile_schema(schema)
+    msg = str(e.value)
+    assert "cycle" in msg and e.value.construct == "$ref"
+    for n in names:
+        assert n in msg, (n, msg)
+
+
+@pytest.mark.parametrize("schema,good,bad", [
+    # recursion through a value's parts consumes input: fine
+    ({"$defs": {"t": {"type": "object", "properties": {"kids": {"type": "array",
+                                                                 "items": {"$ref": "#/$defs/t"}}}}},
+      "$ref": "#/$defs/t"}, ['{}', '{"kids":[{},{"kids":[]}]}'], ['{"kids":[1]}', "1"]),
+    # the same schema twice in place (a diamond) is no cycle
+    ({"$defs": {"a": {"type": "integer"}}, "allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}],
+      "anyOf": [{"$ref": "#/$defs/a"}, {"minimum": 3}]}, ["1", "5"], ['"x"', "1.5"]),
+    # an unused cyclic definition is never applied
+    ({"$defs": {"loop": {"$ref": "#/$defs/loop"}}, "type": "null"}, ["null"], ["1"]),
+])
+def test_acyclic_references_still_compile(schema, good, bad):
+    check_exact(schema, good + bad)
