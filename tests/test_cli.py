@@ -197,3 +197,143 @@ def test_closes_top_level_helper():
     assert not cli._closes_top_level('{"a": [1, 2')
     assert not cli._closes_top_level("no json here")
     assert cli._extract_json('x ```json\n[1, "]"]\n```') == '[1, "]"]'
+
+
+# ------------------------------------------- clean errors before any work (issue 26)
+
+@pytest.fixture
+def no_model_load(monkeypatch):
+    """Loading a model fails the test: every argument error must come before it."""
+    from cfgmask import models
+
+    def refuse(*a, **k):
+        raise AssertionError("the model was loaded before the arguments were checked")
+    monkeypatch.setattr(models, "load", refuse)
+
+
+def one_line_error(rc, err):
+    assert rc == 2, err
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_device_cuda_without_cuda_exits_2(capsys, no_model_load):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this torch has CUDA")
+    line = one_line_error(*run(capsys, "generate", "--device", "cuda", "hi")[::2])
+    assert "cuda" in line
+
+
+def test_device_unknown_exits_2(capsys, no_model_load):
+    pytest.importorskip("torch")
+    line = one_line_error(*run(capsys, "generate", "--device", "nope", "hi")[::2])
+    assert "nope" in line
+
+
+def test_schema_with_grammar_is_refused(tmp_path, capsys, no_model_load):
+    s = tmp_path / "s.json"
+    s.write_text('{"type": "integer"}')
+    line = one_line_error(*run(capsys, "generate", "--schema", str(s), "--grammar", "sql", "hi")[::2])
+    assert "--schema" in line and "--grammar" in line
+
+
+@pytest.mark.parametrize("value", ["-5", "0"])
+def test_max_new_tokens_checked_before_the_model(value, capsys, no_model_load):
+    line = one_line_error(*run(capsys, "generate", "--max-new-tokens", value, "hi")[::2])
+    assert "--max-new-tokens" in line
+
+
+@pytest.mark.parametrize("value", ["-1", "inf", "nan"])
+def test_bad_temperature_exits_2(value, capsys, no_model_load):
+    line = one_line_error(*run(capsys, "generate", "--temperature", value, "hi")[::2])
+    assert "--temperature" in line
+
+
+@pytest.mark.parametrize("opt,value", [("--threads", "0"), ("--repetition-penalty", "0"),
+                                       ("--repetition-penalty", "nan")])
+def test_other_numbers_checked(opt, value, capsys, no_model_load):
+    line = one_line_error(*run(capsys, "generate", opt, value, "hi")[::2])
+    assert opt in line
+
+
+@pytest.mark.parametrize("prompt", ["", "   \n"])
+def test_empty_prompt_exits_2(prompt, capsys, no_model_load):
+    line = one_line_error(*run(capsys, "generate", prompt)[::2])
+    assert "prompt" in line
+
+
+@pytest.mark.parametrize("cmd", [["check", "json"], ["check", "sql"], ["generate", "--grammar", "sql", "hi"]])
+def test_unknown_start_rule_names_it(cmd, capsys, no_model_load):
+    line = one_line_error(*run(capsys, *cmd, "--start", "nosuchrule")[::2])
+    assert "nosuchrule" in line and "NonTerminal" not in line
+
+
+@pytest.mark.parametrize("value", ["-1", "0"])
+def test_demo_prompts_must_be_positive(value, capsys, no_model_load):
+    line = one_line_error(*run(capsys, "demo", "--prompts", value)[::2])
+    assert "--prompts" in line
+
+
+@pytest.mark.parametrize("cmd", [["check"], ["generate", "hi"]])
+def test_empty_schema_path_exits_2(cmd, capsys, no_model_load):
+    line = one_line_error(*run(capsys, *cmd, "--schema", "")[::2])
+    assert "--schema" in line and "empty" in line
+
+
+def test_schema_directory_is_named(tmp_path, capsys):
+    line = one_line_error(*run(capsys, "check", "--schema", str(tmp_path))[::2])
+    assert "directory" in line and str(tmp_path) in line
+
+
+def test_tables_that_need_quoting_compile(capsys, no_model_load, monkeypatch):
+    """``--tables order`` used to end in KeyError: 'TABLE_NAME' (checked up to the model load)."""
+    from cfgmask import cli as cli_mod
+
+    class Stop(Exception):
+        pass
+
+    def stop(*a, **k):
+        raise Stop
+    monkeypatch.setattr(cli_mod, "Session", stop)
+    with pytest.raises(Stop):
+        cli.main(["generate", "--grammar", "sql", "--tables", "order,a b", "hi"])
+    line = one_line_error(*run(capsys, "generate", "--grammar", "sql", "--tables", " , ", "hi")[::2])
+    assert "--tables" in line
+
+
+def test_argparse_errors_are_one_line(capsys):
+    line = one_line_error(*run(capsys, "generate", "--max-new-tokens", "lots", "hi")[::2])
+    assert "--max-new-tokens" in line
+
+
+def test_broken_pipe_is_quiet():
+    """``cfgmask check ... | head -c 1``: no BrokenPipeError traceback."""
+    p = subprocess.Popen([sys.executable, "-m", "cfgmask", "check", "sql", "-v"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=ROOT)
+    p.stdout.read(1)
+    p.stdout.close()  # what head does after its one byte
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert rc == cli.EXIT_BROKEN_PIPE
+
+
+def test_help_documents_the_thread_default():
+    text = cli.build_parser()._subparsers._group_actions[0].choices["generate"].format_help()
+    assert "--threads" in text and "busy" in text
+
+
+def test_default_threads(monkeypatch):
+    monkeypatch.setattr(cli.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    monkeypatch.setattr(cli.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert cli.default_threads() == 4
+    monkeypatch.setattr(cli.os, "getloadavg", lambda: (5.6, 0.0, 0.0))  # 2.4 cores free
+    assert cli.default_threads() == 2
+    monkeypatch.setattr(cli.os, "getloadavg", lambda: (7.8, 0.0, 0.0))
+    assert cli.default_threads() == 1
+    monkeypatch.setattr(cli.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(cli.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert cli.default_threads() == 1

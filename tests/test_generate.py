@@ -250,3 +250,41 @@ BOOL: "true" | "false"
         assert set(doc) == {"name", "age", "is_cat"}
         if jump:
             assert res.forced_tokens > 0 and res.model_calls < len(res.token_ids)
+
+
+# ------------------------------------------------ argument checks (issue 26)
+
+@pytest.mark.parametrize("value", [2.7, "5", True, None, -1])
+def test_max_new_tokens_must_be_an_int(model, tok, compiled, value):
+    with pytest.raises(ConfigurationError, match="max_new_tokens"):
+        cfgmask.generate(model, tok, compiled["one"], "Go.", max_new_tokens=value)
+
+
+def test_max_new_tokens_numpy_int_is_an_int(model, tok, compiled):
+    res = cfgmask.generate(model, tok, compiled["one"], "Go.", max_new_tokens=np.int64(64))
+    assert res.text == ONE_DOC
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), -0.5, "1", True])
+def test_bad_temperature(model, tok, compiled, value):
+    with pytest.raises(ConfigurationError, match="temperature"):
+        cfgmask.generate(model, tok, compiled["one"], "Go.", max_new_tokens=4, temperature=value)
+
+
+@pytest.mark.parametrize("value", [0, -1.0, float("nan"), float("inf")])
+def test_bad_repetition_penalty(model, tok, compiled, value):
+    with pytest.raises(ConfigurationError, match="repetition_penalty"):
+        cfgmask.generate(model, tok, compiled["one"], "Go.", max_new_tokens=4, repetition_penalty=value)
+
+
+def test_logits_narrower_than_the_tokenizer(tok):
+    """A model whose logits have fewer columns than the tokenizer has tokens: the width message,
+    not the bitmask-words one (for a name, a Grammar and a CompiledGrammar alike)."""
+    cfg = transformers.LlamaConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                   num_key_value_heads=2, intermediate_size=32, vocab_size=len(tok) - 100,
+                                   max_position_embeddings=64, bos_token_id=1, eos_token_id=2, pad_token_id=2)
+    narrow = transformers.LlamaForCausalLM(cfg).eval()
+    for grammar in ("json", Grammar.from_lark(ONE)):
+        with pytest.raises(ConfigurationError, match=f"{len(tok) - 100} columns") as e:
+            cfgmask.generate(narrow, tok, grammar, "Go.", max_new_tokens=4)
+        assert "int32 words" not in str(e.value) and str(len(tok)) in str(e.value)

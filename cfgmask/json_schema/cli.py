@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..errors import ConfigurationError
 from . import DEFAULT_WHITESPACE, compile_schema
 from .loader import SchemaDoc, read_schema
 from .validate import Validator
@@ -26,6 +27,8 @@ class SchemaSource:
     """A JSON schema named on the command line, compiled to a grammar."""
 
     def __init__(self, path, whitespace=None, strict=True):
+        if not str(path).strip():  # Path("") is ".", which would read as "Is a directory"
+            raise ConfigurationError("--schema: the path is empty")
         self.path = Path(path)
         self.spec = str(path)
         self.whitespace = whitespace or DEFAULT_WHITESPACE
