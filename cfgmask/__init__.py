@@ -10,8 +10,8 @@ Submodules are imported on first use so that ``import cfgmask`` stays cheap.
 
 __version__ = "0.1.0"
 
-from .errors import (BudgetExceeded, CfgmaskError, ConfigurationError, DeadEnd,
-                     GrammarError, GrammarWarning, TokenRejected)
+from .errors import (BudgetExceeded, CfgmaskError, CompileBudgetExceeded, ConfigurationError,
+                     DeadEnd, GrammarError, GrammarWarning, TokenRejected)
 
 _LAZY = {
     "Grammar": "grammar",
@@ -24,7 +24,7 @@ _LAZY = {
 
 __all__ = [
     "Grammar", "Vocabulary", "compile", "CompiledGrammar", "Matcher", "generate",
-    "CfgmaskError", "GrammarError", "ConfigurationError", "BudgetExceeded",
+    "CfgmaskError", "GrammarError", "ConfigurationError", "BudgetExceeded", "CompileBudgetExceeded",
     "TokenRejected", "DeadEnd", "GrammarWarning", "__version__",
 ]
 

@@ -35,6 +35,19 @@ class BudgetExceeded(CfgmaskError):
     """A per-step work limit (Earley items per row, lexer states, ...) was hit."""
 
 
+class CompileBudgetExceeded(GrammarError, BudgetExceeded):
+    """A compile-time work limit was hit (JSON Schema: ``max_work`` / ``time_limit_s``).
+
+    A :class:`GrammarError` (the grammar was not compiled) and a
+    :class:`BudgetExceeded`; ``where`` is the JSON pointer, ``construct`` the
+    keyword, ``limit`` the limit that was hit (as text).
+    """
+
+    def __init__(self, message, where=None, construct=None, limit=None):
+        super().__init__(message, where=where, construct=construct)
+        self.limit = limit
+
+
 class TokenRejected(CfgmaskError):
     """``consume`` was given a token the mask does not allow; the matcher is unchanged."""
 

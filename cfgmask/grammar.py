@@ -140,6 +140,9 @@ def word_boundary_bytes(byte_class, pragma="word_boundary"):
     return bytes(b for b in range(256) if rx.fullmatch(chr(b)))
 
 
+_DEFAULT = object()  # "the package default" for keyword arguments whose None means "no limit"
+
+
 class Grammar:
     """A Lark grammar normalised to a flat CFG plus terminal regexes.
 
@@ -292,7 +295,8 @@ class Grammar:
                              word_boundary=word_boundary, source=str(path))
 
     @classmethod
-    def from_json_schema(cls, schema, *, whitespace=None, strict=True, escapes=None):
+    def from_json_schema(cls, schema, *, whitespace=None, strict=True, escapes=None,
+                         max_work=_DEFAULT, time_limit_s=_DEFAULT):
         """A grammar whose language is exactly the instances valid under a JSON schema.
 
         ``schema``: a dict, JSON text or a path.  ``whitespace``: ``"compact"``,
@@ -300,13 +304,19 @@ class Grammar:
         ``cfgmask.json_schema.DEFAULT_WHITESPACE``).  ``strict=False``
         over-approximates what cannot be compiled exactly, with a warning.
         ``escapes``: ``"canonical"`` (default: strings as ``json.dumps`` spells
-        them) or ``"any"`` (every RFC 8259 spelling).  See
-        :mod:`cfgmask.json_schema` and docs/json-schema.md.
+        them) or ``"any"`` (every RFC 8259 spelling).  ``max_work`` /
+        ``time_limit_s``: the compile budget (default
+        ``cfgmask.json_schema.DEFAULT_MAX_WORK`` / ``DEFAULT_TIME_LIMIT_S``,
+        ``None``: no limit); past it :class:`~cfgmask.CompileBudgetExceeded`
+        is raised.  See :mod:`cfgmask.json_schema` and docs/json-schema.md.
         """
         from . import json_schema
         ws = json_schema.DEFAULT_WHITESPACE if whitespace is None else whitespace
         esc = json_schema.DEFAULT_ESCAPES if escapes is None else escapes
-        return json_schema.compile_schema(schema, whitespace=ws, strict=strict, escapes=esc)
+        mw = json_schema.DEFAULT_MAX_WORK if max_work is _DEFAULT else max_work
+        tl = json_schema.DEFAULT_TIME_LIMIT_S if time_limit_s is _DEFAULT else time_limit_s
+        return json_schema.compile_schema(schema, whitespace=ws, strict=strict, escapes=esc,
+                                          max_work=mw, time_limit_s=tl)
 
     @classmethod
     def builtin(cls, name, profile=None, *, dialect=None, **options):

@@ -77,6 +77,7 @@ import collections
 from bisect import bisect_left
 from functools import lru_cache
 import re
+import threading
 import time
 
 import numpy as np
@@ -122,6 +123,11 @@ DEFAULT_MAX_STATES = 20000
 # NFA states allowed per allowed DFA state: a bounded repeat of a big class
 # (``\w{1,50}``) needs several NFA states per DFA state, more is a blow-up.
 _NFA_STATES_PER_DFA_STATE = 8
+
+# progress.hook: a callable the subset construction calls once per DFA state it
+# builds, per thread (the JSON Schema compile budget sets it to check its
+# deadline; it may raise, which abandons the construction)
+progress = threading.local()
 
 
 # ---------------------------------------------------------------------------
@@ -810,7 +816,11 @@ def _determinize(nfa, start, final, max_states, name, bounds):
             atom_masks[mask] = m
         return m
 
+    hook = getattr(progress, "hook", None)
+
     def closure(states):
+        if hook is not None:
+            hook()
         stack = list(states)
         seen = set(stack)
         while stack:
@@ -821,6 +831,8 @@ def _determinize(nfa, start, final, max_states, name, bounds):
         return frozenset(seen)
 
     def closure_with_masks(configs):
+        if hook is not None:
+            hook()
         stack = list(configs)
         seen = set(stack)
         while stack:

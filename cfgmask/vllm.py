@@ -67,8 +67,11 @@ matchers).
 """
 
 import collections
+import concurrent.futures
 import json
 import logging
+import os
+import queue
 import threading
 import time
 
@@ -140,8 +143,8 @@ def parse_spec(extra_args):
         if raw.lstrip().startswith("{"):  # an object given as JSON text (HTTP vllm_xargs)
             try:
                 raw = json.loads(raw)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"cfgmask: extra_args['cfgmask'] is not valid JSON: {e}") from None
+            except (ValueError, RecursionError) as e:  # also Python's int-digit limit and deep nesting
+                raise ValueError(f"cfgmask: extra_args['cfgmask'] is not valid JSON: {_short(e)}") from None
         else:
             raw = {"grammar": raw}
     if not isinstance(raw, dict):
@@ -170,13 +173,110 @@ def parse_spec(extra_args):
     if isinstance(schema, str):  # never a path: a request must not name server files
         try:
             schema = json.loads(schema)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"cfgmask: 'json_schema' is not valid JSON: {e}") from None
+        except (ValueError, RecursionError) as e:
+            raise ValueError(f"cfgmask: 'json_schema' is not valid JSON: {_short(e)}") from None
     if not isinstance(schema, (dict, bool)):
         raise ValueError(f"cfgmask: 'json_schema' must be a JSON object (or true/false), not "
                          f"{type(schema).__name__}")
-    text = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+    try:  # a dict from the Python API may hold what JSON cannot (huge ints, non-str keys, cycles)
+        text = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+    except (ValueError, TypeError, RecursionError, OverflowError) as e:
+        raise ValueError(f"cfgmask: 'json_schema' is not a JSON value: {type(e).__name__}: {_short(e)}") from None
     return GrammarSpec("json_schema", text, "start", schema)
+
+
+def _short(e, limit=300):
+    """An exception's message, cut (it may quote a huge value from the request)."""
+    m = str(e)
+    return m if len(m) <= limit else m[:limit] + "..."
+
+
+def _verdict(e):
+    """The message a request gets for the exception its grammar raised (any type: fail closed)."""
+    if isinstance(e, ValueError) and not isinstance(e, CfgmaskError) and str(e).startswith("cfgmask:"):
+        return str(e)
+    if isinstance(e, RecursionError):
+        return f"cfgmask: RecursionError: the specification is nested too deeply ({_short(e)})"
+    if isinstance(e, MemoryError):
+        return f"cfgmask: MemoryError: compiling the specification ran out of memory ({_short(e)})"
+    return f"cfgmask: {type(e).__name__}: {_short(e)}"
+
+
+# ---- knobs (read at each use, like the disk cache's, so a server or a test can change them)
+
+def _env_seconds(name, default):
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        v = float("nan")
+    if not v >= 0:
+        logger.warning("cfgmask: ignoring %s=%r (not a number of seconds >= 0); using %s", name, raw, default)
+        return default
+    return min(v, 1e6)  # threading's waits refuse larger timeouts
+
+
+def compile_timeout():
+    """``CFGMASK_VLLM_COMPILE_TIMEOUT_S`` (default 60): the deadline of one grammar's compile."""
+    return _env_seconds("CFGMASK_VLLM_COMPILE_TIMEOUT_S", 60.0)
+
+
+def admit_wait():
+    """``CFGMASK_VLLM_ADMIT_WAIT_S`` (default 5): the longest ``validate_params`` waits for a build."""
+    return _env_seconds("CFGMASK_VLLM_ADMIT_WAIT_S", 5.0)
+
+
+def step_wait():
+    """``CFGMASK_VLLM_STEP_WAIT_S`` (default 10): the longest one engine step waits for a compile."""
+    return _env_seconds("CFGMASK_VLLM_STEP_WAIT_S", 10.0)
+
+
+def _compile_threads():
+    raw = os.environ.get("CFGMASK_VLLM_COMPILE_THREADS", "").strip()
+    try:
+        n = int(raw) if raw else 2
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 64:
+        logger.warning("cfgmask: ignoring CFGMASK_VLLM_COMPILE_THREADS=%r (not 1..64); using 2", raw)
+        n = 2
+    return n
+
+
+class _Pool:
+    """A bounded pool of daemon threads for compiles.
+
+    Not ``ThreadPoolExecutor``: its threads are joined at interpreter exit, so
+    one runaway compile (Python cannot stop a thread) would hang a shutdown.
+    """
+
+    def __init__(self, n):
+        self.n = n
+        self.queue = queue.SimpleQueue()
+        self.threads = []
+        self.lock = threading.Lock()
+
+    def submit(self, fn, *args):
+        fut = concurrent.futures.Future()
+        self.queue.put((fut, fn, args))
+        with self.lock:
+            if len(self.threads) < self.n:
+                t = threading.Thread(target=self._work, name=f"cfgmask-compile-{len(self.threads)}", daemon=True)
+                t.start()
+                self.threads.append(t)
+        return fut
+
+    def _work(self):
+        while True:
+            fut, fn, args = self.queue.get()
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn(*args))
+            except BaseException as e:  # noqa: BLE001 - handed to whoever waits on the future
+                fut.set_exception(e)
 
 
 _GRAMMARS = collections.OrderedDict()   # spec.key -> Grammar or the error message
@@ -184,6 +284,30 @@ _GRAMMARS_MAX = 256
 _COMPILED = collections.OrderedDict()   # (spec.key, vocab fingerprint) -> CompiledGrammar or error
 _COMPILED_MAX = 64
 _CACHE_LOCK = threading.Lock()
+_INFLIGHT = {}                          # (cache name, key) -> _Job of a compile still running
+_POOL = None
+_POOL_PID = None
+
+
+class _Job:
+    """One compile: its future (a Grammar/CompiledGrammar or the error message) and its deadline."""
+
+    __slots__ = ("future", "deadline", "timeout")
+
+    def __init__(self, future, deadline, timeout):
+        self.future, self.deadline, self.timeout = future, deadline, timeout
+
+
+class _CompileTimeout(Exception):
+    pass
+
+
+def _pool():
+    global _POOL, _POOL_PID
+    if _POOL is None or _POOL_PID != os.getpid():  # a forked child has none of the parent's threads
+        _POOL, _POOL_PID = _Pool(_compile_threads()), os.getpid()
+        _INFLIGHT.clear()
+    return _POOL
 
 
 def _lru_get(cache, key):
@@ -203,54 +327,140 @@ def _lru_put(cache, key, value, limit):
     return value
 
 
+def _job(name, cache, limit, key, build):
+    """The :class:`_Job` giving ``build(deadline)`` for ``key``: cached, already running, or started now.
+
+    Requests with the same grammar share one compile.  Whatever ``build``
+    raises becomes the grammar's cached error message (except MemoryError,
+    which may be the machine's and not the grammar's).
+    """
+    with _CACHE_LOCK:
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+            fut = concurrent.futures.Future()
+            fut.set_result(hit)
+            return _Job(fut, float("inf"), 0.0)
+        job = _INFLIGHT.get((name, key))
+        if job is not None:
+            return job
+        timeout = compile_timeout()
+        deadline = time.monotonic() + timeout
+        job = _Job(None, deadline, timeout)
+
+        def run():
+            cacheable = True
+            try:
+                value = build(deadline)
+            except _CompileTimeout:
+                value = _timeout_message(timeout)
+            except Exception as e:  # noqa: BLE001 - one grammar's failure is that grammar's verdict
+                if not isinstance(e, CfgmaskError):
+                    logger.warning("cfgmask: compiling a request's grammar raised %s", type(e).__name__,
+                                   exc_info=e)
+                value, cacheable = _verdict(e), not isinstance(e, MemoryError)
+            with _CACHE_LOCK:
+                if cacheable:
+                    cache[key] = value
+                    cache.move_to_end(key)
+                    while len(cache) > limit:
+                        cache.popitem(last=False)
+                _INFLIGHT.pop((name, key), None)
+            return value
+        job.future = _pool().submit(run)
+        _INFLIGHT[(name, key)] = job
+        return job
+
+
+def _timeout_message(timeout):
+    return (f"cfgmask: the grammar did not compile within {timeout:g} s (CFGMASK_VLLM_COMPILE_TIMEOUT_S); "
+            "simplify it or raise the limit")
+
+
+def _checkpoint(deadline):
+    """A ``progress`` callback that abandons a compile past its deadline (frees the pool thread)."""
+    def progress(_what):
+        if time.monotonic() > deadline:
+            raise _CompileTimeout()
+    return progress
+
+
+def _build_grammar(spec, deadline):
+    from .grammar import Grammar
+    from .lexer import LexerSpec
+    if spec.kind == "builtin":
+        g = Grammar.from_file(Grammar.builtin_path(spec.text), start=spec.start)
+    elif spec.kind == "lark":
+        g = Grammar.from_lark(spec.text, start=spec.start)
+    else:
+        from_schema = getattr(Grammar, "from_json_schema", None)
+        if from_schema is None:
+            raise ConfigurationError(
+                "'json_schema' needs Grammar.from_json_schema, which this cfgmask version does "
+                "not have; send a Lark grammar with 'grammar' instead")
+        g = from_schema(spec.schema)
+    # terminal automata: regex constructs without an exact automaton fail here
+    LexerSpec(g, progress=_checkpoint(deadline))
+    return g
+
+
+def _grammar_job(spec):
+    return _job("grammar", _GRAMMARS, _GRAMMARS_MAX, spec.key, lambda dl: _build_grammar(spec, dl))
+
+
+def _compile_job(spec, vocab):
+    def build(deadline):
+        from .compiler import compile as compile_grammar
+        t0 = time.perf_counter()
+        g = _lru_get(_GRAMMARS, spec.key)
+        if g is None:  # built here, not through _grammar_job: a job must never wait on the pool
+            g = _lru_put(_GRAMMARS, spec.key, _build_grammar(spec, deadline), _GRAMMARS_MAX)
+        elif isinstance(g, str):
+            raise ValueError(g)
+        c = compile_grammar(g, vocab, progress=_checkpoint(deadline))
+        logger.info("cfgmask: compiled %r in %.2f s", spec, time.perf_counter() - t0)
+        return c
+    return _job("compiled", _COMPILED, _COMPILED_MAX, (spec.key, vocab.fingerprint()), build)
+
+
+def _await(job, wait_s):
+    """``("ok", value)``, ``("error", message)``, ``("timeout", message)`` past the compile's deadline,
+    or ``("pending", None)`` when ``wait_s`` ran out first (the compile goes on)."""
+    fut = job.future
+    if not fut.done():
+        left = min(wait_s, job.deadline - time.monotonic())
+        if left > 0:
+            concurrent.futures.wait([fut], timeout=left)
+    if fut.done():
+        try:
+            value = fut.result()
+        except Exception as e:  # noqa: BLE001 - the pool hands back what run() could not catch
+            return "error", _verdict(e)
+        return ("error", value) if isinstance(value, str) else ("ok", value)
+    if time.monotonic() >= job.deadline:
+        return "timeout", _timeout_message(job.timeout)
+    return "pending", None
+
+
 def load_grammar(spec):
     """The :class:`~cfgmask.Grammar` of ``spec`` (cached), with its terminal automata checked.
 
-    Raises ``ValueError`` carrying the :class:`~cfgmask.GrammarError` text when
-    the grammar cannot be compiled to an exact mask.
+    Raises ``ValueError`` carrying the error text (any exception the build
+    raised, with its type) when the grammar cannot be compiled to an exact
+    mask, or when it has not compiled within ``CFGMASK_VLLM_COMPILE_TIMEOUT_S``.
     """
-    from .grammar import Grammar
-    from .lexer import LexerSpec
-    hit = _lru_get(_GRAMMARS, spec.key)
-    if hit is None:
-        try:
-            if spec.kind == "builtin":
-                g = Grammar.from_file(Grammar.builtin_path(spec.text), start=spec.start)
-            elif spec.kind == "lark":
-                g = Grammar.from_lark(spec.text, start=spec.start)
-            else:
-                from_schema = getattr(Grammar, "from_json_schema", None)
-                if from_schema is None:
-                    raise ConfigurationError(
-                        "'json_schema' needs Grammar.from_json_schema, which this cfgmask version does "
-                        "not have; send a Lark grammar with 'grammar' instead")
-                g = from_schema(spec.schema)
-            LexerSpec(g)  # terminal automata: regex constructs without an exact automaton fail here
-            hit = g
-        except (GrammarError, ConfigurationError, CfgmaskError) as e:
-            hit = f"cfgmask: {type(e).__name__}: {e}"
-        _lru_put(_GRAMMARS, spec.key, hit, _GRAMMARS_MAX)
-    if isinstance(hit, str):
-        raise ValueError(hit)
-    return hit
+    state, value = _await(_grammar_job(spec), float("inf"))
+    if state != "ok":
+        raise ValueError(value)
+    return value
 
 
 def _compiled(spec, vocab):
     """The :class:`CompiledGrammar` of ``spec`` against ``vocab``, shared by every request using it."""
-    from .compiler import compile as compile_grammar
-    key = (spec.key, vocab.fingerprint())
-    hit = _lru_get(_COMPILED, key)
-    if hit is None:
-        t0 = time.perf_counter()
-        try:
-            hit = compile_grammar(load_grammar(spec), vocab)
-            logger.info("cfgmask: compiled %r in %.2f s", spec, time.perf_counter() - t0)
-        except (ValueError, CfgmaskError) as e:
-            hit = str(e)
-        _lru_put(_COMPILED, key, hit, _COMPILED_MAX)
-    if isinstance(hit, str):
-        raise ValueError(hit)
-    return hit
+    state, value = _await(_compile_job(spec, vocab), float("inf"))
+    if state != "ok":
+        raise ValueError(value)
+    return value
 
 
 # --------------------------------------------------------------- row state
@@ -260,11 +470,13 @@ class _Row:
 
     ``n`` counts output tokens accounted for: consumed by the matcher, or
     (``extra``) seen after the grammar had finished (``ignore_eos``).
+    ``job`` is the compile the row waits for (``compiled`` is ``None`` until
+    it is done).
     """
 
-    __slots__ = ("spec", "compiled", "matcher", "n", "extra", "dead", "tokens")
+    __slots__ = ("spec", "compiled", "matcher", "n", "extra", "dead", "tokens", "job")
 
-    def __init__(self, spec, compiled=None, dead=None, tokens=None):
+    def __init__(self, spec, compiled=None, dead=None, tokens=None, job=None):
         self.spec = spec
         self.compiled = compiled
         self.matcher = compiled.matcher() if compiled is not None else None
@@ -272,6 +484,7 @@ class _Row:
         self.extra = 0
         self.dead = dead      # the reason, once the request hit a dead end
         self.tokens = tokens  # V1: the request's running output-token list
+        self.job = job
 
 
 class _MaskBatch:
@@ -293,23 +506,65 @@ class _MaskBatch:
 
     # ---- rows ------------------------------------------------------------
     def new_row(self, spec, tokens=None):
+        """A row for ``spec``; its compile runs in the pool (the engine step goes on meanwhile)."""
+        row = _Row(spec, tokens=tokens)
         try:
-            return _Row(spec, _compiled(spec, self.vocab), tokens=tokens)
-        except ValueError as e:  # validate_params should have caught it; fail closed anyway
-            row = _Row(spec, tokens=tokens)
-            self.kill(row, f"grammar failed to compile in the worker: {e}")
+            row.job = _compile_job(spec, self.vocab)
+        except Exception as e:  # noqa: BLE001 - even the pool failing ends this request only
+            self.kill(row, f"grammar failed to compile in the worker: {_verdict(e)}", e)
             return row
+        if row.job.future.done():
+            self.settle([row])
+        return row
 
-    def kill(self, row, reason):
+    def settle(self, rows):
+        """Give every row still waiting for its compile a matcher, or end it.
+
+        The step waits at most ``CFGMASK_VLLM_STEP_WAIT_S`` in all (and no row
+        past its compile's deadline); a row whose compile is still running
+        then ends, since a row cannot skip a step: whatever token it samples
+        becomes output.
+        """
+        waiting = [r for r in rows if r is not None and r.job is not None and r.dead is None]
+        if not waiting:
+            return
+        budget = step_wait()
+        end = time.monotonic() + budget
+        for r in waiting:
+            state, value = _await(r.job, max(0.0, end - time.monotonic()))
+            r.job = None
+            if state == "ok":
+                try:
+                    r.matcher = value.matcher()
+                    r.compiled = value
+                except Exception as e:  # noqa: BLE001
+                    self.kill(r, f"grammar failed in the worker: {_verdict(e)}", e)
+            elif state == "pending":
+                self.kill(r, f"cfgmask: the grammar is still compiling after {budget:g} s in the worker "
+                             "(CFGMASK_VLLM_STEP_WAIT_S); the compile goes on, so a retry finds it ready")
+            else:
+                self.kill(r, f"grammar failed to compile in the worker: {value}")
+
+    def kill(self, row, reason, exc=None):
         row.dead = reason
+        row.job = None
         self.dead_ends.append(reason)
-        logger.warning("cfgmask: request ended by a dead end (only EOS allowed from now on): %s", reason)
+        foreign = exc is not None and not isinstance(exc, CfgmaskError)
+        logger.warning("cfgmask: request ended by a dead end (only EOS allowed from now on): %s", reason,
+                       exc_info=exc if foreign else None)
 
     def sync(self, row, n_total, fetch):
         """Bring ``row`` to ``n_total`` output tokens; ``fetch(i, j)`` returns tokens ``[i, j)``."""
         if row.dead is not None:
             row.n = n_total
             return
+        try:
+            self._sync(row, n_total, fetch)
+        except Exception as e:  # noqa: BLE001 - a matcher failure (a budget, a bug) ends this request only
+            self.kill(row, f"the grammar failed while consuming the output: {_verdict(e)}", e)
+            row.n = n_total
+
+    def _sync(self, row, n_total, fetch):
         if n_total < row.n:  # tokens were discarded (KV-load failure): roll back
             drop = row.n - n_total
             k = min(drop, row.extra)
@@ -354,6 +609,12 @@ class _MaskBatch:
             self._cap, self._words = cap, words
         return self._host_np
 
+    def _dead_rows(self, ms, rows, host):
+        for b, m in enumerate(ms):  # every row was filled; the empty ones are the dead ends
+            if m is not None and not host[b].any():
+                self.kill(rows[b], f"no token of the vocabulary can continue {m.prefix[-80:]!r}")
+                host[b] = self._eos_row
+
     def apply(self, logits, rows):
         """Mask ``logits`` ``[B, V]`` in place; ``rows[b]`` is row ``b``'s :class:`_Row` or ``None``."""
         from .hf import apply_token_bitmask_
@@ -373,8 +634,8 @@ class _MaskBatch:
                 host[b] = -1  # not opted in: every token allowed, logits unchanged
                 continue
             constrained.append(b)
-            if r.dead is not None or r.matcher.is_finished():
-                host[b] = self._eos_row
+            if r.dead is not None or r.matcher is None or r.matcher.is_finished():
+                host[b] = self._eos_row  # (no matcher: not settled, which apply's callers prevent)
                 continue
             ms = groups.get(id(r.compiled))
             if ms is None:
@@ -384,9 +645,19 @@ class _MaskBatch:
             try:
                 compiled.fill_bitmasks(ms, host)
             except DeadEnd:
-                for b, m in enumerate(ms):  # every row was filled; the empty ones are the dead ends
-                    if m is not None and not host[b].any():
-                        self.kill(rows[b], f"no token of the vocabulary can continue {m.prefix[-80:]!r}")
+                self._dead_rows(ms, rows, host)
+            except Exception:  # noqa: BLE001 - find the failing rows one by one; the others go on
+                for b, m in enumerate(ms):
+                    if m is None:
+                        continue
+                    one = [None] * B
+                    one[b] = m
+                    try:
+                        compiled.fill_bitmasks(one, host)
+                    except DeadEnd:
+                        self._dead_rows(one, rows, host)
+                    except Exception as e:  # noqa: BLE001
+                        self.kill(rows[b], f"the grammar failed while computing the mask: {_verdict(e)}", e)
                         host[b] = self._eos_row
         t1 = time.perf_counter()
         if not constrained:
@@ -476,10 +747,30 @@ class GrammarLogitsProcessor(*_BASES):
     # ---- both runners ------------------------------------------------------
     @classmethod
     def validate_params(cls, sampling_params):
-        """Reject a bad ``extra_args["cfgmask"]`` or a grammar that does not compile (``ValueError``)."""
-        spec = parse_spec(getattr(sampling_params, "extra_args", None))
-        if spec is not None:
-            load_grammar(spec)
+        """Reject a bad ``extra_args["cfgmask"]`` or a grammar that does not compile.
+
+        Raises plain ``ValueError`` for every failure, whatever the build
+        raised: vLLM's validator turns ``ValueError`` (and only that) into
+        HTTP 400, anything else into a 500.  vLLM calls this on its event
+        loop, so the build runs in the compile pool and this waits at most
+        ``CFGMASK_VLLM_ADMIT_WAIT_S``; a grammar still compiling then is
+        refused (the build goes on, and a retry finds its verdict cached).
+        """
+        try:
+            spec = parse_spec(getattr(sampling_params, "extra_args", None))
+            if spec is None:
+                return
+            wait = admit_wait()
+            state, value = _await(_grammar_job(spec), wait)
+        except Exception as e:  # noqa: BLE001 - a bad request is a 400, never a 500
+            raise ValueError(_verdict(e)) from e
+        if state == "pending":
+            raise ValueError(f"cfgmask: the grammar is still compiling after {wait:g} s "
+                             "(CFGMASK_VLLM_ADMIT_WAIT_S); the compile goes on in the background "
+                             f"(for at most {compile_timeout():g} s, CFGMASK_VLLM_COMPILE_TIMEOUT_S): "
+                             "retry the request")
+        if state != "ok":
+            raise ValueError(value)
 
     def is_argmax_invariant(self):
         """False: masking changes the argmax."""
@@ -494,15 +785,16 @@ class GrammarLogitsProcessor(*_BASES):
         return self._batch.stats
 
     def _row_for(self, params, tokens=None):
+        """The request's row, ``None`` if it did not opt in; never raises (a bad request ends itself)."""
         try:
             spec = parse_spec(getattr(params, "extra_args", None))
-        except ValueError as e:
+            if spec is None:
+                return None
+            return self._batch.new_row(spec, tokens)
+        except Exception as e:  # noqa: BLE001 - fail closed: this request only, not the engine step
             row = _Row(None, tokens=tokens)
-            self._batch.kill(row, str(e))
+            self._batch.kill(row, _verdict(e), e)
             return row
-        if spec is None:
-            return None
-        return self._batch.new_row(spec, tokens)
 
     # ---- V1 runner -----------------------------------------------------------
     def update_state(self, batch_update):
@@ -551,9 +843,12 @@ class GrammarLogitsProcessor(*_BASES):
         B = logits.shape[0]
         rows = [None] * B
         for idx, row in self._rows.items():
-            if idx >= B:
+            if idx < B:
+                rows[idx] = row
+        self._batch.settle(rows)  # rows whose compile was still running: a matcher, or the end
+        for row in rows:
+            if row is None:
                 continue
-            rows[idx] = row
             toks = row.tokens if row.tokens is not None else []
             n = len(toks)
             while n > row.n and toks[n - 1] == -1:  # async placeholders at the end
@@ -571,6 +866,7 @@ class GrammarLogitsProcessor(*_BASES):
         active = [b for b, r in enumerate(rows) if r is not None]
         if not active:
             return logits
+        self._batch.settle(rows)
         torch = self._batch.torch
         # one device->host copy: the token fed at each row and its position
         hist = torch.stack((ctx.input_ids.to(torch.int64), ctx.pos.to(torch.int64))).cpu().numpy()

@@ -775,3 +775,313 @@ def tok_id(vocab, b):
 
 def test_check_script_dry_run(check_script):
     assert check_script.main(["--dry-run", "--requests", "2"]) == 0
+
+
+# ------------------------------ a bad or heavy request costs that request only
+
+def _nested(depth):
+    s = {"type": "integer"}
+    for _ in range(depth):
+        s = {"type": "object", "properties": {"a": s}, "required": ["a"]}
+    return s
+
+
+MALFORMED_SCHEMAS = {
+    "type_not_a_name": {"type": 5},
+    "minimum_a_string": {"type": "integer", "minimum": "5"},
+    "required_not_names": {"type": "object", "required": [1]},
+    "nested_1000": _nested(1000),
+    "maximum_10e4000": {"type": "integer", "maximum": 10 ** 4000},
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED_SCHEMAS))
+def test_validate_params_malformed_schema_is_value_error(name):
+    """vLLM's validator turns ValueError (only) into HTTP 400; anything else is a 500."""
+    sp = SamplingParams(extra_args={"cfgmask": {"json_schema": MALFORMED_SCHEMAS[name]}})
+    with pytest.raises(Exception) as ei:
+        cv.GrammarLogitsProcessor.validate_params(sp)
+    assert type(ei.value) is ValueError, f"{type(ei.value).__name__}: {ei.value}"
+    assert str(ei.value).startswith("cfgmask:")
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_validate_params_huge_integer_is_value_error(as_text):
+    """A 5,000-digit integer passes Python's int/str limit neither way: a cfgmask message, not Python's."""
+    big = (10 ** 5000 - 1) // 9 * 7  # 5,000 sevens (int("7" * 5000) itself hits the limit)
+    schema = {"type": "integer", "maximum": big}
+    if as_text:  # the HTTP form: the schema as JSON text
+        schema = '{"type": "integer", "maximum": ' + "7" * 5000 + "}"
+    with pytest.raises(Exception) as ei:
+        cv.GrammarLogitsProcessor.validate_params(SamplingParams(extra_args={"cfgmask": {"json_schema": schema}}))
+    assert type(ei.value) is ValueError and str(ei.value).startswith("cfgmask:"), repr(ei.value)
+
+
+def test_validate_params_properties_list_never_a_foreign_exception():
+    """``properties`` as a list: refused (400) or compiled, never a 500-type exception."""
+    sp = SamplingParams(extra_args={"cfgmask": {"json_schema": {"type": "object", "properties": []}}})
+    try:
+        cv.GrammarLogitsProcessor.validate_params(sp)
+    except ValueError as e:
+        assert str(e).startswith("cfgmask:")
+
+
+@pytest.mark.parametrize("exc", [TypeError("bad thing"), IndexError("list index out of range"),
+                                 AssertionError("invariant"), RecursionError("maximum recursion depth"),
+                                 MemoryError("out of memory")])
+def test_validate_params_any_build_failure_is_value_error(monkeypatch, exc):
+    """Whatever the grammar build raises comes out as ValueError with the original message."""
+    text = f'start: "admission-{type(exc).__name__}"'
+    real = Grammar.from_lark
+
+    def from_lark(src, *a, **kw):
+        if src == text:
+            raise exc
+        return real(src, *a, **kw)
+    monkeypatch.setattr(Grammar, "from_lark", staticmethod(from_lark))
+    with pytest.raises(Exception) as ei:
+        cv.GrammarLogitsProcessor.validate_params(params(text))
+    assert type(ei.value) is ValueError, repr(ei.value)
+    assert type(exc).__name__ in str(ei.value) and str(exc) in str(ei.value)
+
+
+def _failing_compile(monkeypatch, texts, exc):
+    """Make ``cfgmask.compiler.compile`` raise ``exc`` for the grammars whose Lark text is in ``texts``."""
+    import cfgmask.compiler as compiler
+    real = compiler.compile
+    bad = set(texts)
+
+    def compile_(grammar, vocab, **kw):
+        if getattr(grammar, "_test_text", None) in bad:
+            raise exc
+        return real(grammar, vocab, **kw)
+    real_from_lark = Grammar.from_lark
+
+    def from_lark(src, *a, **kw):
+        g = real_from_lark(src, *a, **kw)
+        if src in bad:
+            g._test_text = src
+        return g
+    monkeypatch.setattr(compiler, "compile", compile_)
+    monkeypatch.setattr(Grammar, "from_lark", staticmethod(from_lark))
+
+
+@pytest.mark.parametrize("exc", [TypeError("unhashable"), RecursionError("maximum recursion depth exceeded"),
+                                 MemoryError("no memory"), AssertionError("broken invariant")])
+@pytest.mark.parametrize("where", ["compile", "load"])
+def test_worker_exception_ends_that_request_only(vocab, oracle_compiled, monkeypatch, exc, where):
+    """An exception from one request's grammar (load or compile) in the worker: that row ends, the others go on."""
+    bad_text = f'start: "worker-{where}-{type(exc).__name__}"'
+    if where == "compile":
+        _failing_compile(monkeypatch, [bad_text], exc)
+    else:
+        real = Grammar.from_lark
+
+        def from_lark(src, *a, **kw):
+            if src == bad_text:
+                raise exc
+            return real(src, *a, **kw)
+        monkeypatch.setattr(Grammar, "from_lark", staticmethod(from_lark))
+    proc = make_proc_v1(vocab)
+    good = Req("good", FIXED, oracle_compiled, 40)
+    free = Req("free", None, oracle_compiled, 40)
+    bad_out = []
+    proc.update_state(BatchUpdateBuilderFor([(0, params(bad_text), None, bad_out),
+                                             (1, good.params, None, good.out),
+                                             (2, free.params, None, free.out)]))
+    doc = greedy_tokens(vocab, good.oracle, b'{"id": 7, "ok": false, "tag": "x"}')
+    for t in doc[:6]:
+        raw = torch.randn(3, vocab.vocab_size)
+        lg = raw.clone()
+        proc.apply(lg)
+        assert finite_set(lg[0]) == set(vocab.eos_token_ids), "the failed request allows EOS only"
+        check_row(lg[1], raw[1], good)
+        check_row(lg[2], raw[2], free)
+        bad_out.append(vocab.eos_token_ids[0])
+        good.out.append(t)
+        free.out.append(t)
+    assert len(proc.dead_ends) == 1
+    assert type(exc).__name__ in proc.dead_ends[0] and str(exc) in proc.dead_ends[0]
+
+
+def test_worker_exception_v2_add_request(vocab, oracle_compiled, monkeypatch):
+    """Model Runner V2: add_request never raises for a bad grammar; the row ends with EOS."""
+    bad_text = 'start: "worker-v2-TypeError"'
+    _failing_compile(monkeypatch, [bad_text], TypeError("boom"))
+    eng = V2Engine(make_proc_v2(vocab), vocab)
+    assert eng.proc.add_request(0, params(bad_text)) is True
+    assert eng.proc.add_request(1, params(FIXED)) is True
+    ctx = LogitsContext(expanded_idx_mapping=None, idx_mapping=None, idx_mapping_np=np.array([0, 1], np.int32),
+                        expanded_local_pos=None, input_ids=torch.tensor([5, 5]), pos=torch.tensor([2, 2]),
+                        seq_lens_upper_bound_np=None)
+    eng.prompt_len[:2] = 3
+    lg = torch.zeros(2, vocab.vocab_size)
+    eng.proc.apply(lg, ctx)
+    assert finite_set(lg[0]) == set(vocab.eos_token_ids)
+    assert finite_set(lg[1]) == allowed_set(oracle_compiled(FIXED).matcher())
+    assert "TypeError: boom" in eng.proc.dead_ends[0]
+
+
+def test_worker_fill_exception_ends_that_grammars_rows_only(vocab, oracle_compiled):
+    """An exception while filling one grammar's rows (a budget, a bug) ends those rows; other grammars go on."""
+    proc = make_proc_v1(vocab)
+    text = 'start: "fill-" /[a-z]{1,4}/'
+    a, b = [], []
+    proc.update_state(BatchUpdateBuilderFor([(0, params(text), None, a), (1, params(FIXED), None, b)]))
+    compiled = proc._rows[0].compiled if proc._rows[0].compiled is not None else cv._compiled(
+        cv.parse_spec(params(text).extra_args), vocab)
+
+    def broken(*_a, **_kw):
+        raise cfgmask.BudgetExceeded("mask cache budget exceeded (test)")
+    compiled.fill_bitmasks = broken
+    try:
+        lg = torch.zeros(2, vocab.vocab_size)
+        proc.apply(lg)
+    finally:
+        del compiled.fill_bitmasks
+    assert finite_set(lg[0]) == set(vocab.eos_token_ids)
+    assert finite_set(lg[1]) == allowed_set(oracle_compiled(FIXED).matcher())
+    assert "BudgetExceeded" in proc.dead_ends[0] and "(test)" in proc.dead_ends[0]
+
+
+def _blocking_compile(monkeypatch, text):
+    """``cfgmask.compiler.compile`` blocks on an event for the grammar ``text``; returns (started, release)."""
+    import threading
+    import cfgmask.compiler as compiler
+    started, release = threading.Event(), threading.Event()
+    real = compiler.compile
+    real_from_lark = Grammar.from_lark
+
+    def from_lark(src, *a, **kw):
+        g = real_from_lark(src, *a, **kw)
+        if src == text:
+            g._test_slow = True
+        return g
+
+    def compile_(grammar, vocab, **kw):
+        if getattr(grammar, "_test_slow", False):
+            started.set()
+            assert release.wait(120), "the test never released the slow compile"
+        return real(grammar, vocab, **kw)
+    monkeypatch.setattr(compiler, "compile", compile_)
+    monkeypatch.setattr(Grammar, "from_lark", staticmethod(from_lark))
+    return started, release
+
+
+def _bounded(fn, what, limit=60):
+    """Run ``fn`` in a thread; fail (instead of hanging) if it has not returned within ``limit`` s."""
+    import threading
+    box = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised in the test thread
+            box["error"] = e
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(limit)
+    assert not t.is_alive(), f"{what} blocked (still running after {limit} s)"
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def test_slow_compile_does_not_block_other_requests(vocab, oracle_compiled, monkeypatch):
+    """A grammar still compiling in the worker: the step does not wait past CFGMASK_VLLM_STEP_WAIT_S;
+    the other rows get their exact masks and the slow request ends with a clear reason."""
+    slow = 'start: "slow-compile-" /[0-9]+/'
+    started, release = _blocking_compile(monkeypatch, slow)
+    monkeypatch.setenv("CFGMASK_VLLM_STEP_WAIT_S", "0")
+    try:
+        proc = make_proc_v1(vocab)
+        good = Req("good", FIXED, oracle_compiled, 40)
+        _bounded(lambda: proc.update_state(BatchUpdateBuilderFor(
+            [(0, params(slow), None, []), (1, good.params, None, good.out)])), "update_state")
+        assert started.wait(60), "the slow compile never started"
+        raw = torch.randn(2, vocab.vocab_size)
+        lg = raw.clone()
+        _bounded(lambda: proc.apply(lg), "apply")
+        check_row(lg[1], raw[1], good)
+        assert finite_set(lg[0]) == set(vocab.eos_token_ids)
+        assert "still compiling" in proc.dead_ends[0] and "CFGMASK_VLLM_STEP_WAIT_S" in proc.dead_ends[0]
+    finally:
+        release.set()
+    # the compile went on in the background: a retry (allowed to wait) gets the grammar
+    monkeypatch.setenv("CFGMASK_VLLM_STEP_WAIT_S", "120")
+    proc2 = make_proc_v1(vocab)
+    out = []
+    proc2.update_state(BatchUpdateBuilderFor([(0, params(slow), None, out)]))
+    lg = torch.zeros(1, vocab.vocab_size)
+    _bounded(lambda: proc2.apply(lg), "apply after the compile finished", limit=150)
+    assert finite_set(lg[0]) == allowed_set(oracle_compiled(slow).matcher())
+    assert proc2.dead_ends == []
+
+
+def test_slow_compile_waited_for_within_the_step_budget(vocab, oracle_compiled, monkeypatch):
+    """Within CFGMASK_VLLM_STEP_WAIT_S the step waits for the compile and the row gets its exact mask."""
+    import threading
+    slow = 'start: "slow-waited-" /[0-9]+/'
+    started, release = _blocking_compile(monkeypatch, slow)
+    monkeypatch.setenv("CFGMASK_VLLM_STEP_WAIT_S", "120")
+    try:
+        proc = make_proc_v1(vocab)
+        proc.update_state(BatchUpdateBuilderFor([(0, params(slow), None, [])]))
+        assert started.wait(60)
+        threading.Timer(0.05, release.set).start()  # released while apply waits (or before: same result)
+        lg = torch.zeros(1, vocab.vocab_size)
+        _bounded(lambda: proc.apply(lg), "apply", limit=150)
+    finally:
+        release.set()
+    assert finite_set(lg[0]) == allowed_set(oracle_compiled(slow).matcher())
+    assert proc.dead_ends == []
+
+
+def test_compile_deadline_ends_the_request(vocab, oracle_compiled, monkeypatch):
+    """Past CFGMASK_VLLM_COMPILE_TIMEOUT_S the request ends with a clear reason, whatever the step budget."""
+    slow = 'start: "slow-deadline-" /[0-9]+/'
+    started, release = _blocking_compile(monkeypatch, slow)
+    monkeypatch.setenv("CFGMASK_VLLM_STEP_WAIT_S", "120")
+    monkeypatch.setenv("CFGMASK_VLLM_COMPILE_TIMEOUT_S", "0")
+    try:
+        proc = make_proc_v1(vocab)
+        good = Req("good", FIXED, oracle_compiled, 40)
+        proc.update_state(BatchUpdateBuilderFor([(0, params(slow), None, []),
+                                                 (1, good.params, None, good.out)]))
+        raw = torch.randn(2, vocab.vocab_size)
+        lg = raw.clone()
+        _bounded(lambda: proc.apply(lg), "apply")
+        assert finite_set(lg[0]) == set(vocab.eos_token_ids)
+        check_row(lg[1], raw[1], good)
+        assert "did not compile within" in proc.dead_ends[0]
+        assert "CFGMASK_VLLM_COMPILE_TIMEOUT_S" in proc.dead_ends[0]
+    finally:
+        release.set()
+
+
+def test_admission_does_not_block_on_a_slow_grammar(monkeypatch):
+    """validate_params waits at most CFGMASK_VLLM_ADMIT_WAIT_S (vLLM calls it on its event loop),
+    then refuses with a clear ValueError; the build goes on and a retry is admitted."""
+    import threading
+    text = 'start: "slow-admission-" /[0-9]+/'
+    started, release = threading.Event(), threading.Event()
+    real = Grammar.from_lark
+
+    def from_lark(src, *a, **kw):
+        if src == text:
+            started.set()
+            assert release.wait(120), "the test never released the slow build"
+        return real(src, *a, **kw)
+    monkeypatch.setattr(Grammar, "from_lark", staticmethod(from_lark))
+    monkeypatch.setenv("CFGMASK_VLLM_ADMIT_WAIT_S", "0")
+    try:
+        with pytest.raises(ValueError) as ei:
+            _bounded(lambda: cv.GrammarLogitsProcessor.validate_params(params(text)), "validate_params")
+        assert "still compiling" in str(ei.value) and "CFGMASK_VLLM_ADMIT_WAIT_S" in str(ei.value)
+        assert started.wait(60)
+        # other requests are admitted meanwhile
+        _bounded(lambda: cv.GrammarLogitsProcessor.validate_params(params("json")), "validate_params json")
+    finally:
+        release.set()
+    monkeypatch.setenv("CFGMASK_VLLM_ADMIT_WAIT_S", "120")
+    _bounded(lambda: cv.GrammarLogitsProcessor.validate_params(params(text)), "the retry", limit=150)

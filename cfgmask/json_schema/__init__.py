@@ -31,12 +31,14 @@ import time
 import warnings
 
 from .emit import DEFAULT_ESCAPES, DEFAULT_STYLE, ESCAPES, FLEXIBLE_MAX_RUN, STYLES, Builder
+from .budget import DEFAULT_MAX_WORK, DEFAULT_TIME_LIMIT_S, MAX_COUNT, Budget, active
 from .loader import SchemaDoc, read_schema
 from .normalize import Normalizer
 from .validate import Validator
 
 __all__ = ["compile_schema", "json_grammar", "validate", "STYLES", "DEFAULT_WHITESPACE",
-           "ESCAPES", "DEFAULT_ESCAPES", "FLEXIBLE_MAX_RUN", "SchemaLoosened"]
+           "ESCAPES", "DEFAULT_ESCAPES", "FLEXIBLE_MAX_RUN", "SchemaLoosened",
+           "DEFAULT_MAX_WORK", "DEFAULT_TIME_LIMIT_S", "MAX_COUNT"]
 
 DEFAULT_WHITESPACE = DEFAULT_STYLE
 
@@ -52,7 +54,8 @@ class SchemaLoosened(UserWarning):
                          f"the grammar accepts more than the schema: {lines}{more}")
 
 
-def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escapes=DEFAULT_ESCAPES):
+def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escapes=DEFAULT_ESCAPES,
+                   max_work=DEFAULT_MAX_WORK, time_limit_s=DEFAULT_TIME_LIMIT_S):
     """Compile a JSON schema (dict, bool, JSON text or path) to a :class:`~cfgmask.grammar.Grammar`.
 
     ``whitespace``: one of :data:`STYLES`.  ``escapes``: ``"canonical"``
@@ -62,17 +65,26 @@ def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escape
     documents written elsewhere).  The grammar's
     ``json_schema_info`` dict holds the style, the loosened keywords and the
     time the front end took.
+
+    The compile budget (docs/json-schema.md, "Compile bounds"): past
+    ``max_work`` units of work (nodes, split cases, grammar rules) or
+    ``time_limit_s`` seconds the compile stops with
+    :class:`~cfgmask.CompileBudgetExceeded` (a ``GrammarError``) naming the
+    keyword and JSON pointer it was expanding; ``None`` lifts a limit.
     """
     t0 = time.perf_counter()
-    doc = SchemaDoc(read_schema(schema))
-    norm = Normalizer(doc, strict=strict)
-    builder = Builder(norm, whitespace, escapes)
-    start = builder.run(frozenset([""]))
-    grammar = builder.grammar(start)
+    budget = Budget(max_work, time_limit_s)
+    with active(budget):
+        doc = SchemaDoc(read_schema(schema))
+        norm = Normalizer(doc, strict=strict, budget=budget)
+        builder = Builder(norm, whitespace, escapes)
+        start = builder.run(frozenset([""]))
+        grammar = builder.grammar(start)
     grammar.json_schema_info = {
         "whitespace": whitespace, "escapes": escapes, "strict": strict,
         "loosened": list(norm.loosened),
         "front_end_s": time.perf_counter() - t0,
+        "work": budget.work,
         "key_orders": _key_orders(norm),
     }
     if norm.loosened:

@@ -27,13 +27,15 @@ whitespace; every rule productive and reachable.
 
 import json
 
-from ..errors import GrammarError
+from ..errors import CompileBudgetExceeded, GrammarError
 from ..grammar import Grammar
 from ..regex import compile_regex, remember_dfa
 from . import automata as A
 from . import numbers as N
 from . import strings as S
+from .budget import MAX_CHUNKED_LENGTH, check_count
 from .errors import Unsupported
+from .loader import display
 from .normalize import integer_modulus
 from .validate import json_type
 
@@ -90,6 +92,8 @@ def _compile(text, name, keyword):
     """``compile_regex``, with a too-large automaton reported as :class:`Unsupported` ``keyword``."""
     try:
         return compile_regex(text, name=name)
+    except CompileBudgetExceeded:
+        raise  # the compile budget, not this keyword: never loosened
     except GrammarError as e:
         raise Unsupported(keyword, str(e)) from None
 
@@ -272,6 +276,7 @@ class Builder:
         return 2 * nid + 1, False
 
     def rule(self, lhs, body):
+        self.norm.budget.charge(1)
         self.rules.append((lhs, list(body)))
 
     def punct(self, depth, which):
@@ -306,6 +311,8 @@ class Builder:
         self.norm.fail(e.keyword, where, f"{e.why} ({what})")
 
     def _expand(self, sym, conj, depth, no_chunk):
+        if conj:  # for a budget message: a schema this value comes from
+            self.norm.budget.where = ("the schema", display(min(conj).partition("\x00")[0]))
         node = self.norm.node(conj)
         n_strings = sum(1 for a in node.alts if a.kind == "str") + \
             sum(1 for a in node.alts if a.kind == "lit" for v in a.values if isinstance(v, str))
@@ -328,6 +335,8 @@ class Builder:
                     self.rule(sym, [self._scalar(res, "INTEGER" if alt.integer else "NUMBER")])
             elif k == "str":
                 if needs_chunks(alt) and n_strings == 1 and not no_chunk:
+                    check_count("maxLength", alt.hi, display(alt.where + "/maxLength"),
+                                MAX_CHUNKED_LENGTH)  # one grammar symbol per 64 characters
                     self._chunked(sym, alt.lo, alt.hi)
                     continue
                 try:

@@ -29,14 +29,16 @@ How a conjunction becomes alternatives:
 refused (``strict``) or dropped with a warning.
 """
 
+import json
 from math import gcd
 
 from ..errors import GrammarError
 from . import strings as S
+from .budget import MAX_COUNT, Budget, check_count
 from .errors import Unsupported
 from .loader import child, display
 from .numbers import to_decimal
-from .validate import ANNOTATIONS, Validator, json_equal, json_type, matches_pattern
+from .validate import ANNOTATIONS, Validator, json_equal, json_key, json_type, matches_pattern
 
 TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 _ALL_TYPES = frozenset(("null", "boolean", "number", "string", "array", "object", "integer"))
@@ -162,9 +164,10 @@ class Node:
 class Normalizer:
     """Schema document -> :class:`Node` per conjunction (see module docstring)."""
 
-    def __init__(self, doc, strict=True):
+    def __init__(self, doc, strict=True, budget=None):
         self.doc = doc
         self.strict = strict
+        self.budget = budget if budget is not None else Budget(None, None)
         self.loosened = []       # (keyword, pointer, why) when strict=False
         doc.check_cycles()  # before anything follows $ref in place
         self.validator = Validator(doc)
@@ -271,6 +274,7 @@ class Normalizer:
                 return None
             raise GrammarError("JSON schema: a schema refers to itself in place (through $ref/allOf "
                                "cases) without consuming input", where="#", construct="$ref")
+        self.budget.charge(1)
         self._building.add(key)
         try:
             node = Node(key, self._alternatives(key))
@@ -304,13 +308,17 @@ class Normalizer:
                 vals = list(s["enum"])
             else:
                 continue
+            # hashed (json_key), not pairwise: a 10,000-value enum stays near-linear
             if cands is None:
-                cands = []
+                cands, seen = [], set()
                 for v in vals:
-                    if not any(json_equal(v, c) for c in cands):
+                    kv = json_key(v)
+                    if kv not in seen:
+                        seen.add(kv)
                         cands.append(v)
             else:
-                cands = [c for c in cands if any(json_equal(c, v) for v in vals)]
+                keep = {json_key(v) for v in vals}
+                cands = [c for c in cands if json_key(c) in keep]
         if cands is None:
             return None
         out = []
@@ -342,7 +350,17 @@ class Normalizer:
         rest = [x for x in atoms if x != a]
         done = atom(p, skip | {k} | ({"then", "else"} if k == "if" else set()))
         base = rest + [done]
-        cases = self._cases(s, p, k)
+        self.budget.where = (k, display(child(p, k)))
+        if k == "if":
+            alts = self._dispatch(atoms)
+            if alts is not None:
+                return alts
+        if k in ("dependentRequired", "dependentSchemas", "dependencies"):
+            cases = self._dependency_cases(s, p, k, rest)
+        else:
+            cases = self._cases(s, p, k)
+        if cases is not None:
+            self.budget.charge(len(cases))
         if cases is None:  # loosened: drop the keyword
             return list(self.node(frozenset(base)).alts)
         nodes = [self.node(frozenset(base + list(c))) for c in cases]
@@ -360,6 +378,219 @@ class Normalizer:
         for n in nodes:
             alts.extend(n.alts)
         return alts
+
+    # ---- polynomial splits (docs/json-schema.md, "Compile bounds")
+    def _presence(self, atoms):
+        """Property names every object of the conjunction has / none has (sound, not complete)."""
+        present, absent = set(), set()
+        for x in atoms:
+            s, p, skip = self.schema(x)
+            if not isinstance(s, dict):
+                continue
+            req = s.get("required") if "required" not in skip else None
+            if isinstance(req, list):
+                present.update(n for n in req if isinstance(n, str))
+            props = s.get("properties") if "properties" not in skip else None
+            if isinstance(props, dict):
+                absent.update(n for n, v in props.items() if v is False)
+        return present, absent
+
+    def _dependency_cases(self, s, p, k, rest):
+        """Cases of ``dependentRequired``/``dependentSchemas``/``dependencies``: non-objects,
+        and one case per consistent presence assignment of the dependent names.
+
+        The assignment is searched with propagation (a present name makes its
+        required names present; a name required and forbidden ends the
+        branch), so a chain or cycle of dependencies gives a handful of cases,
+        not 2^n; every step is charged to the compile budget.
+        """
+        v = s[k]
+        if not isinstance(v, dict):
+            raise GrammarError(f"JSON schema: {k} at {display(p)} must be an object",
+                               where=display(p), construct=k)
+        entries = []
+        for name, dep in v.items():
+            if k == "dependentRequired" or (k == "dependencies" and isinstance(dep, list)):
+                if not isinstance(dep, list) or not all(isinstance(n, str) for n in dep):
+                    raise GrammarError(f"JSON schema: {k}/{name} at {display(p)} must be an array "
+                                       f"of strings", where=display(p), construct=k)
+                entries.append((name, tuple(dep), None))
+            else:
+                entries.append((name, (), child(p, k, name)))
+        if not entries:
+            return [[]]
+        doc = self.doc
+        present0, absent0 = self._presence(rest)
+        cases = [[doc.add_synthetic("type(non-object)", {"type": ["null", "boolean", "number",
+                                                                  "string", "array"]})]]
+        budget = self.budget
+        where = display(child(p, k))
+        # dependent schemas that test one property d against values (the tagged-union
+        # idiom again): decide them together by d's value, so each is true or false
+        groups = {}
+        for i, (name, reqs, sub) in enumerate(entries):
+            if sub is not None:
+                t = self._discriminator_test(sub)
+                if t is not None:
+                    groups.setdefault(t[0], []).append((i,) + t[1:])
+        outer = [(None, {}, set(), set())]   # (case schema, entry -> truth, present, absent)
+        if groups:
+            d, tests = max(groups.items(), key=lambda kv: len(kv[1]))
+            if len(tests) >= 2:
+                values, seen = [], set()
+                for _, vals, _, _ in tests:
+                    for v in vals:
+                        if json_key(v) not in seen:
+                            seen.add(json_key(v))
+                            values.append(v)
+                outer = [({"type": "object", "properties": {d: False}},
+                          {i: not req for i, _, req, _ in tests}, set(), {d})]
+                for v in values:
+                    outer.append(({"type": "object", "required": [d],
+                                   "properties": {d: {"const": v}}},
+                                  {i: any(json_key(x) == json_key(v) for x in vals)
+                                   for i, vals, _, _ in tests}, {d}, set()))
+                outer.append(({"type": "object", "required": [d],
+                               "properties": {d: {"x-cfgmask-not-in": values}}},
+                              {i: False for i, _, _, _ in tests}, {d}, set()))
+                budget.charge(len(outer), k, where)
+        for case0, truth, pres0, abs0 in outer:
+            ents = []
+            forced_absent = set()
+            for i, (name, reqs, sub) in enumerate(entries):
+                if i in truth:
+                    if not truth[i]:
+                        forced_absent.add(name)  # present would need a false schema
+                        continue
+                    sub = None
+                if not reqs and sub is None:
+                    continue  # no constraint
+                ents.append((name, reqs, sub))
+            head = [] if case0 is None else \
+                [doc.add_synthetic(f"case({json.dumps(case0, sort_keys=True)})", case0)]
+            p0 = frozenset(present0 | pres0)
+            a0 = frozenset(absent0 | abs0)
+            stack = [(0, p0, a0 | forced_absent, ())]
+            while stack:
+                i, pres, absn, subs = stack.pop()
+                budget.charge(1, k, where)
+                if pres & absn:
+                    continue  # a name both required and forbidden: no object
+                if i == len(ents):
+                    req = sorted(pres - p0)
+                    forb = sorted(absn - a0)
+                    case = {"type": "object"}
+                    if req:
+                        case["required"] = req
+                    if forb:
+                        case["properties"] = {n: False for n in forb}
+                    cases.append(head + [doc.add_synthetic(f"case({json.dumps(case, sort_keys=True)})",
+                                                           case)] + list(subs))
+                    continue
+                name, reqs, sub = ents[i]
+                if name in absn:
+                    stack.append((i + 1, pres, absn, subs))
+                    continue
+                stack.append((i + 1, pres | {name} | set(reqs), absn,
+                              subs + ((sub,) if sub is not None else ())))
+                if name not in pres:
+                    stack.append((i + 1, pres, absn | {name}, subs))
+        return cases
+
+    def _dispatch(self, atoms):
+        """The tagged-union idiom as one split: alternatives, or None if it does not apply.
+
+        Two or more pending ``if``/``then``/``else`` whose ``if`` only tests one
+        property ``d`` against a finite value set (``properties: {d: {const or
+        enum}}``, optionally ``required: [d]`` and ``type: object``) are decided
+        together: the cases are non-objects, objects without ``d``, objects
+        whose ``d`` is each value named by some ``if``, and objects whose ``d``
+        is none of them.  In each case every such ``if`` is known true or
+        false, so the case takes the ``then`` or ``else`` of each clause: n
+        values give n + 3 cases instead of 2^(number of clauses).
+        """
+        groups = {}
+        for x in atoms:
+            s, p, skip = self.schema(x)
+            if not isinstance(s, dict) or "if" not in s or "if" in skip or \
+                    ("then" not in s and "else" not in s):
+                continue
+            t = self._discriminator_test(child(p, "if"))
+            if t is not None:
+                groups.setdefault(t[0], []).append((x, s, p, skip) + t[1:])
+        if not groups:
+            return None
+        d, clauses = max(groups.items(), key=lambda kv: len(kv[1]))
+        if len(clauses) < 2:
+            return None
+        values, seen = [], set()
+        for c in clauses:
+            for v in c[4]:
+                kv = json_key(v)
+                if kv not in seen:
+                    seen.add(kv)
+                    values.append(v)
+        in_group = {c[0] for c in clauses}
+        base = [x for x in atoms if x not in in_group]
+        base += [atom(p, skip | {"if", "then", "else"}) for _, s, p, skip, _, _, _ in clauses]
+        doc = self.doc
+        # (case schema, truth of each clause's if)
+        cases = [({"type": ["null", "boolean", "number", "string", "array"]},
+                  [not obj_only for *_, obj_only in clauses]),
+                 ({"type": "object", "properties": {d: False}},
+                  [not req for *_, req, _ in clauses])]
+        for v in values:
+            kv = json_key(v)
+            cases.append(({"type": "object", "required": [d], "properties": {d: {"const": v}}},
+                          [any(json_key(x) == kv for x in c[4]) for c in clauses]))
+        cases.append(({"type": "object", "required": [d],
+                       "properties": {d: {"x-cfgmask-not-in": values}}},
+                      [False] * len(clauses)))
+        self.budget.charge(len(cases), "if", display(child(clauses[0][2], "if")))
+        alts = []
+        for case, truth in cases:
+            conj = list(base)
+            conj.append(doc.add_synthetic(f"case({json.dumps(case, sort_keys=True)})", case))
+            for (_, s, p, _, _, _, _), yes in zip(clauses, truth):
+                branch = "then" if yes else "else"
+                if branch in s:
+                    conj.append(child(p, branch))
+            alts.extend(self.node(frozenset(conj)).alts)
+        return alts
+
+    def _discriminator_test(self, ptr):
+        """``(d, values, required, object_only)`` if the schema at ``ptr`` is exactly
+        "when an object: property d absent (allowed unless required) or in values"."""
+        s = self.doc.get(ptr)
+        if not isinstance(s, dict):
+            return None
+        props = s.get("properties")
+        if not isinstance(props, dict) or len(props) != 1:
+            return None
+        (d, sub), = props.items()
+        req = s.get("required", [])
+        if not isinstance(req, list) or any(n != d for n in req):
+            return None
+        obj_only = False
+        if "type" in s:
+            if s["type"] not in ("object", ["object"]):
+                return None
+            obj_only = True
+        if any(kk not in ("properties", "required", "type") and kk not in ANNOTATIONS for kk in s):
+            return None
+        if not isinstance(sub, dict) or not ("const" in sub or "enum" in sub) or \
+                any(kk not in ("const", "enum", "type") and kk not in ANNOTATIONS for kk in sub):
+            return None
+        cands = [sub["const"]] if "const" in sub else sub["enum"]
+        if not isinstance(cands, list):
+            return None
+        sub_ptr = child(ptr, "properties", d)
+        try:
+            values = [v for v in cands if json_type(v) not in ("object", "array") and
+                      self.validator.valid(v, sub_ptr)]
+        except (Unsupported, TypeError):
+            return None
+        return d, values, bool(req), obj_only
 
     def _cases(self, s, p, k):
         """The cases (lists of atoms) a disjunctive keyword splits into, or None (loosened)."""
@@ -867,6 +1098,19 @@ class Normalizer:
                 arr.max = len(pre) if arr.max is None else min(arr.max, len(pre))
         if arr.max is not None and arr.min > arr.max:
             return None
+        # counts unrolled one grammar symbol each: refuse the huge ones up front
+        if any(arr.max is not None and m > arr.max for _, m in arr.contains) or \
+                any(arr.max is not None and lo > arr.max for _, _, lo, _ in arr.counted):
+            return None  # more matching items than items
+        where = lambda kw, v: _count_where(sources, kw, v)  # noqa: E731
+        if arr.max is not None and arr.max > MAX_COUNT:
+            check_count("maxItems", arr.max, where("maxItems", arr.max))
+        check_count("minItems", arr.min, where("minItems", arr.min))
+        for _, m in arr.contains:
+            check_count("minContains", m, where("minContains", m))
+        for _, _, lo, hi in arr.counted:
+            check_count("minContains", lo, where("minContains", lo))
+            check_count("maxContains", hi, where("maxContains", hi))
         if len(arr.contains) + len(arr.counted) > 2:
             self.fail("contains", "", "more than two 'contains' constraints on one array")
             arr.contains = arr.contains[:2]
@@ -963,6 +1207,17 @@ class Normalizer:
             obj.regions.append((spec, frozenset(conj)))
         if obj.max is not None and obj.min > obj.max:
             return None
+        if not obj.regions:
+            # no other keys: at most len(props) members, so a larger bound says nothing
+            if obj.min > len(obj.props):
+                return None
+            if obj.max is not None and obj.max >= len(obj.props):
+                obj.max = None
+        else:
+            where = lambda kw, v: _count_where(sources, kw, v)  # noqa: E731
+            if obj.max is not None:
+                check_count("maxProperties", obj.max, where("maxProperties", obj.max))
+            check_count("minProperties", obj.min, where("minProperties", obj.min))
         if obj.min >= 2 and obj.regions:
             self.fail("minProperties", "", "with additional properties the grammar counts members, "
                       "but duplicate keys count once in JSON")
@@ -974,6 +1229,15 @@ class Normalizer:
         except Unsupported as e:
             self.fail("patternProperties", pointer, e.why)
             return False
+
+
+def _count_where(sources, keyword, value):
+    """Displayed pointer of the ``keyword`` among ``sources`` whose value is ``value``."""
+    for src in sources:
+        s, p = src[0], src[1]
+        if isinstance(s, dict) and s.get(keyword) == value:
+            return display(child(p, keyword))
+    return display(child(sources[0][1], keyword)) if sources else keyword
 
 
 def _with(pointer_skip, *keywords):

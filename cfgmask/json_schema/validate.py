@@ -74,6 +74,35 @@ def json_equal(a, b):
     return a == b
 
 
+def json_key(v):
+    """A hashable key with ``json_key(a) == json_key(b)`` iff ``json_equal(a, b)``."""
+    if v is None:
+        return 0
+    if isinstance(v, bool):
+        return (1, v)
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, float, Decimal)):
+        return (2, to_decimal(v))  # equal Decimals hash alike: 1 == 1.0
+    if isinstance(v, list):
+        return (3, tuple(json_key(x) for x in v))
+    if isinstance(v, dict):
+        return (4, frozenset((k, json_key(x)) for k, x in v.items()))
+    raise TypeError(f"not a JSON value: {type(v).__name__}")
+
+
+def in_values(v, values, _sets={}):
+    """``any(json_equal(v, x) for x in values)``, hashed for long lists (enum, not-in)."""
+    if len(values) < 16:
+        return any(json_equal(v, x) for x in values)
+    hit = _sets.get(id(values))
+    if hit is None or hit[0] is not values:
+        if len(_sets) > 256:
+            _sets.clear()
+        hit = _sets[id(values)] = (values, frozenset(json_key(x) for x in values))
+    return json_key(v) in hit[1]
+
+
 @lru_cache(maxsize=4096)
 def _search_rx(pattern):
     return re.compile(S.pattern_to_decoded(pattern), re.DOTALL)
@@ -137,11 +166,11 @@ class Validator:
             types = [val] if isinstance(val, str) else val
             return any(has_type(v, t) for t in types)
         if key == "enum":
-            return any(json_equal(v, x) for x in val)
+            return in_values(v, val)
         if key == "const":
             return json_equal(v, val)
         if key == "x-cfgmask-not-in":
-            return not any(json_equal(v, x) for x in val)
+            return not in_values(v, val)
         if key == "x-cfgmask-ptr":
             return self.valid(v, val)
         if key == "allOf":

@@ -1,0 +1,259 @@
+"""JSON Schema compile bounds (docs/json-schema.md, "Compile bounds").
+
+Schemas that used to stall the front end (2^N conditional splits, 2^N
+dependency splits, counts unrolled to 10^9, a quadratic ``enum``) compile or
+are refused promptly.  No wall time is asserted: a polynomial construction is
+checked through the work counter (``max_work`` small and no deadline, so a
+2^N regression raises ``CompileBudgetExceeded``), the rest in a child process
+with a generous timeout.  The new constructions (discriminator dispatch,
+dependency search) are checked for exactness against the ``jsonschema``
+package on handwritten valid and invalid instances.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cfgmask import CompileBudgetExceeded, Grammar, GrammarError
+from cfgmask.json_schema import MAX_COUNT, compile_schema
+from cfgmask.json_schema.serialize import serialize
+from tests.test_json_schema_support import compile_bytes, jsonschema_errors
+
+jsonschema = pytest.importorskip("jsonschema")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MIRROR = "/work/.mirror/guidance-ai+jsonschemabench/repo"
+CORPUS = "/work/shared/corpora/json/maskbench-stalled"
+REAL = ["saucectl.schema", "cloudify", "yippee-ki-json_config_schema", "minecraft-predicate",
+        "v4-config.schema", "mongodb-atlas-search-index-definition", "jfrog-pipelines",
+        "minecraft-item-modifier"]
+
+
+def tagged_union(n, required=True, else_branch=False, type_in_if=False, outer_type=True,
+                 shared=False):
+    clauses = []
+    for i in range(n):
+        cond = {"properties": {"kind": {"const": f"k{i}"}}}
+        if shared and i % 3 == 0:
+            cond = {"properties": {"kind": {"enum": [f"k{i}", f"k{(i + 1) % n}", 7]}}}
+        if required:
+            cond["required"] = ["kind"]
+        if type_in_if:
+            cond["type"] = "object"
+        clause = {"if": cond, "then": {"properties": {f"p{i}": {"type": "integer"}},
+                                       "required": [f"p{i}"]}}
+        if else_branch:
+            clause["else"] = {"properties": {f"p{i}": {"type": "string"}}}
+        clauses.append(clause)
+    schema = {"properties": {"kind": {"type": ["string", "integer"]}}, "allOf": clauses}
+    if outer_type:
+        schema["type"] = "object"
+    return schema
+
+
+def dependent_required_cycle(n):
+    return {"type": "object", "properties": {f"a{i}": {"type": "integer"} for i in range(n)},
+            "dependentRequired": {f"a{i}": [f"a{(i + 1) % n}"] for i in range(n)}}
+
+
+def dependent_required_pairs(n):
+    props = {}
+    for i in range(n):
+        props[f"a{i}"] = {"type": "integer"}
+        props[f"b{i}"] = {"type": "integer"}
+    return {"type": "object", "properties": props,
+            "dependentRequired": {f"a{i}": [f"b{i}"] for i in range(n)}}
+
+
+def dependent_schemas_dispatch(n):
+    """mongodb-atlas-search-index-definition's idiom: a property allowed for some 'type's."""
+    props = {"type": {"enum": [f"t{i}" for i in range(n)]}}
+    deps = {}
+    for i in range(n):
+        props[f"f{i}"] = {"type": "integer"}
+        deps[f"f{i}"] = {"properties": {"type": {"enum": [f"t{i}", f"t{(i + 1) % n}"]}}}
+    return {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+            "additionalProperties": False, "properties": props, "dependencies": deps}
+
+
+def check_exact(schema, instances):
+    """Every instance: accepted by the grammar iff ``jsonschema`` finds it valid."""
+    compiled = compile_bytes(compile_schema(schema))
+    wrong = []
+    for inst in instances:
+        valid = not jsonschema_errors(inst, schema)
+        accepted = serialize(inst, compiled) is not None
+        if valid != accepted:
+            wrong.append((inst, valid, accepted))
+    assert not wrong, wrong
+    return sum(1 for inst in instances if not jsonschema_errors(inst, schema))
+
+
+def union_instances(n):
+    out = [None, 1, "x", [], [1], True, {}, {"p0": 1}, {"p0": "s"}, {"kind": "zz"},
+           {"kind": "zz", "p0": 1}, {"kind": 7}, {"kind": 7, "p0": 1, "p1": 2}, {"kind": 3}]
+    for i in range(n):
+        j = (i + 1) % n
+        out += [{"kind": f"k{i}"}, {"kind": f"k{i}", f"p{i}": 1}, {"kind": f"k{i}", f"p{i}": "s"},
+                {"kind": f"k{i}", f"p{i}": 1, f"p{j}": 2}, {"kind": f"k{i}", f"p{j}": 2},
+                {"kind": f"k{i}", f"p{i}": 1, f"p{j}": "s"}]
+    return out
+
+
+@pytest.mark.parametrize("variant", [
+    {}, {"required": False}, {"else_branch": True}, {"type_in_if": True},
+    {"outer_type": False}, {"outer_type": False, "required": False, "else_branch": True},
+    {"shared": True}, {"shared": True, "else_branch": True, "outer_type": False},
+])
+def test_tagged_union_dispatch_is_exact(variant):
+    n = 5
+    valid = check_exact(tagged_union(n, **variant), union_instances(n))
+    assert valid >= 3  # both answers were exercised
+
+
+def test_dispatch_on_enum_and_types_is_exact():
+    schema = {"allOf": [
+        {"if": {"properties": {"t": {"type": "string", "enum": ["a", "b", 1]}}},
+         "then": {"required": ["x"]}, "else": {"properties": {"x": False}}},
+        {"if": {"properties": {"t": {"const": "b"}}, "required": ["t"]},
+         "then": {"properties": {"y": {"type": "integer"}}, "required": ["y"]}},
+        {"if": {"properties": {"t": {"const": 1}}, "required": ["t"]}, "then": False},
+    ], "properties": {"t": {}, "x": {}, "y": {}}}
+    insts = [{}, {"x": 1}, {"t": "a"}, {"t": "a", "x": 1}, {"t": "b", "x": 1},
+             {"t": "b", "x": 1, "y": 2}, {"t": "b", "x": 1, "y": "s"}, {"t": 1}, {"t": 1, "x": 1},
+             {"t": "c"}, {"t": "c", "x": 1}, {"t": 1.0, "x": 2}, "s", 5, None]
+    check_exact(schema, insts)
+
+
+@pytest.mark.parametrize("n", [17, 40])
+def test_tagged_union_is_polynomial(n):
+    compile_schema(tagged_union(n), max_work=20_000, time_limit_s=None)
+
+
+def test_dependencies_are_exact():
+    schema = {"type": "object", "properties": {"a": {}, "b": {}, "c": {}, "d": {}},
+              "dependentRequired": {"a": ["b"], "b": ["c"], "d": ["a"]}}
+    names = ["a", "b", "c", "d"]
+    insts = [{n: 1 for n in names if m >> names.index(n) & 1} for m in range(16)]
+    assert check_exact(schema, insts) == 5  # {}, c, bc, abc, abcd
+    n = 4
+    schema = dependent_schemas_dispatch(n)
+    insts = [{}, {"f0": 1}, {"type": "t0"}, {"type": "t9"}]
+    for i in range(n):
+        insts += [{"type": f"t{i}", f"f{j}": 1} for j in range(n)]
+        insts.append({"type": f"t{i}", f"f{i}": 1, f"f{(i - 1) % n}": 2})
+    check_exact(schema, insts)
+    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+              "properties": {"a": {}, "b": {}}, "dependencies": {"a": ["b"], "b": {"required": ["a"]}}}
+    check_exact(draft7, [{}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}])
+
+
+@pytest.mark.parametrize("schema", [dependent_required_cycle(14), dependent_required_cycle(30),
+                                    dependent_schemas_dispatch(17)],
+                         ids=["cycle14", "cycle30", "dispatch17"])
+def test_dependencies_are_polynomial(schema):
+    compile_schema(schema, max_work=20_000, time_limit_s=None)
+
+
+def test_independent_dependencies_are_bounded():
+    # 2^30 presence combinations: compiled or refused by the work counter, never a stall
+    try:
+        compile_schema(dependent_required_pairs(30), time_limit_s=None)
+    except CompileBudgetExceeded as e:
+        assert e.construct == "dependentRequired" and "#/dependentRequired" in str(e)
+        assert e.limit.startswith("max_work=")
+
+
+def test_budget_names_keyword_and_pointer():
+    # anyOf pairs that no construction shares: 2^20 cases
+    schema = {"type": "object", "allOf": [
+        {"anyOf": [{"required": [f"a{i}"]}, {"required": [f"b{i}"]}]} for i in range(20)]}
+    with pytest.raises(CompileBudgetExceeded) as e:
+        compile_schema(schema, max_work=5_000, time_limit_s=None)
+    assert isinstance(e.value, GrammarError)
+    assert e.value.construct == "anyOf" and "#/allOf/" in e.value.where
+    assert "max_work=5000" in str(e.value)
+    with pytest.raises(CompileBudgetExceeded) as e:
+        compile_schema(schema, max_work=None, time_limit_s=0.5)
+    assert "time_limit_s=0.5" in str(e.value)
+
+
+@pytest.mark.parametrize("schema,keyword,pointer", [
+    ({"type": "array", "minItems": 10 ** 9}, "minItems", "#/minItems"),
+    ({"type": "array", "items": {"type": "integer"}, "maxItems": 10 ** 9}, "maxItems", "#/maxItems"),
+    ({"type": "object", "maxProperties": 10 ** 9}, "maxProperties", "#/maxProperties"),
+    ({"type": "object", "minProperties": 10 ** 9}, "minProperties", "#/minProperties"),
+    ({"type": "array", "contains": {"type": "integer"}, "minContains": 10 ** 9}, "minContains",
+     "#/minContains"),
+    ({"type": "array", "contains": {"type": "integer"}, "maxContains": 10 ** 9}, "maxContains",
+     "#/maxContains"),
+    ({"properties": {"s": {"type": "string", "maxLength": 10 ** 9}}}, "maxLength",
+     "#/properties/s/maxLength"),
+])
+def test_huge_counts_are_refused(schema, keyword, pointer):
+    with pytest.raises(GrammarError) as e:
+        compile_schema(schema, max_work=50_000, time_limit_s=None)
+    msg = str(e.value)
+    assert e.value.construct == keyword and keyword in msg and pointer in msg and "limit" in msg
+
+
+def test_irrelevant_huge_counts_compile():
+    # no additional properties: at most 2 members, so maxProperties says nothing
+    compile_schema({"type": "object", "properties": {"a": {}, "b": {}}, "additionalProperties": False,
+                    "maxProperties": 10 ** 9}, max_work=5_000, time_limit_s=None)
+    # more matching items than items: no array
+    compile_schema({"anyOf": [{"type": "array", "maxItems": 3, "contains": {}, "minContains": 10 ** 9},
+                              {"type": "null"}]}, max_work=5_000, time_limit_s=None)
+    compile_schema({"type": "array", "maxItems": MAX_COUNT}, max_work=None, time_limit_s=None)
+
+
+def _compile_in_child(schema_json, timeout=60):
+    """(status, detail) of compiling in a child process; fails the test if it does not return."""
+    code = ("import json, sys, warnings\n"
+            "warnings.simplefilter('ignore')\n"
+            "from cfgmask import Grammar, GrammarError\n"
+            "s = json.load(sys.stdin)\n"
+            "try:\n"
+            "    Grammar.from_json_schema(s)\n"
+            "    print('ok')\n"
+            "except GrammarError as e:\n"
+            "    print('refused', str(e)[:300])\n")
+    try:
+        r = subprocess.run([sys.executable, "-c", code], input=schema_json, capture_output=True,
+                           text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the compile did not answer within {timeout} s")
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout.strip()
+
+
+def test_enum_of_10k_strings_compiles():
+    values = [f"value-{i:05d}-{i * 7919 % 10007}" for i in range(10_000)]
+    assert _compile_in_child(json.dumps({"enum": values})) == "ok"
+    schema = {"enum": values[:2000] + [1, 1.0, None]}
+    check_exact(schema, [values[0], values[1999], values[2000], 1, 2, None, "value"])
+
+
+def _real_schema(name):
+    path = os.path.join(CORPUS, name + ".json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)["schema"]
+    if os.path.isdir(MIRROR):
+        r = subprocess.run(["git", f"--git-dir={MIRROR}" if not os.path.isdir(MIRROR + "/.git")
+                            else f"--git-dir={MIRROR}/.git", "show",
+                            f"HEAD:maskbench/data/JsonSchemaStore---{name}.json"],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            return json.loads(r.stdout)["schema"]
+    pytest.skip(f"MaskBench schema {name} not found: put maskbench/data/JsonSchemaStore---{name}.json "
+                f"of guidance-ai/jsonschemabench at {CORPUS}/{name}.json")
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_stalled_maskbench_schemas_answer(name):
+    out = _compile_in_child(json.dumps(_real_schema(name)))
+    assert out == "ok" or out.startswith("refused"), out
