@@ -37,6 +37,16 @@ from cfgmask.vocab import Vocabulary
 
 EOS = 256
 BYTES = Vocabulary([bytes([i]) for i in range(256)] + [None], eos_token_ids=[EOS])
+# The bytes plus multi-byte tokens that cross JSON structure, escapes and
+# characters (two split one UTF-8 character), so that masks are computed for
+# tokens, not only bytes.
+_PIECES = [b'{"', b'":', b'","', b'"}', b'},', b'":"', b'[]', b'{}', b'[{', b'true', b'false',
+           b'null', b'1.5', b'0.', b'00', b'-1', b'e+', b'E-', b'ab', b'x y', b'\\n', b'\\"',
+           b'\\u00', b'\\ud83d', "é".encode(), "日本".encode(), "日".encode()[:2],
+           "日".encode()[2:] + b'"', b'": ', b', ', b'\n  ', b'  ', b'2024-', b'-0', b'.0', b'a"']
+MIXED = Vocabulary([bytes([i]) for i in range(256)] + _PIECES + [None],
+                   eos_token_ids=[256 + len(_PIECES)])
+VOCABS = {"bytes": BYTES, "mixed": MIXED}
 
 KEYS = ["a", "b", "c", "x1", "x2"]
 STRINGS = ["", "a", "b", "ab", "ba", "x y", "é", '"q"', "\\", "\n", "1.5", "日本", "😀"]
@@ -368,16 +378,16 @@ def sample(compiled, rng, max_bytes=300, stop=0.3):
 
     Raises DeadEnd when the mask led into a prefix nothing can follow.
     """
+    eos = compiled.vocab.eos_token_ids[0]
     m = compiled.matcher()
-    for _ in range(max_bytes):
+    while len(m.prefix) < max_bytes:
         allowed = m.allowed_tokens().tolist()
         if not allowed:
             raise DeadEnd(f"empty mask after {m.prefix!r}")
-        eos_ok = EOS in allowed
-        if eos_ok and (rng.random() < stop or len(allowed) == 1):
+        if eos in allowed and (rng.random() < stop or len(allowed) == 1):
             return m.prefix.decode("utf-8")
-        choices = [t for t in allowed if t != EOS]
-        weights = [_CLOSERS.get(t, 1.0 if t < 0x80 else 0.05) for t in choices]
+        choices = [t for t in allowed if t != eos]
+        weights = [_CLOSERS.get(t, 1.0 if t < 0x80 else 0.05 if t < 256 else 0.5) for t in choices]
         m.consume(rng.choices(choices, weights)[0])
     return None
 
@@ -532,7 +542,8 @@ def valid_candidates(rng, schema, errors, docs=(), n=40):
         yield value
 
 
-def check_schema(schema, seed=0, samples=8, candidates=40, compiled_schema=None, limit=None):
+def check_schema(schema, seed=0, samples=8, candidates=40, compiled_schema=None, limit=None,
+                 style="compact", escapes="canonical", vocab="bytes"):
     """Run one case; returns ``(status, problems, stats)``.
 
     ``status``: "refused" (GrammarError), "timeout", or "checked".  Each
@@ -547,8 +558,9 @@ def check_schema(schema, seed=0, samples=8, candidates=40, compiled_schema=None,
     errors = oracle(schema)
     try:
         with time_limit(limit):
-            g = cfgmask.Grammar.from_json_schema(schema if compiled_schema is None else compiled_schema)
-            c = cfgmask.compile(g, BYTES)
+            g = cfgmask.Grammar.from_json_schema(schema if compiled_schema is None else compiled_schema,
+                                                 whitespace=style, escapes=escapes)
+            c = cfgmask.compile(g, VOCABS[vocab])
     except GrammarError as e:
         if "no instance can satisfy" in str(e):  # then no value may be valid
             for v in valid_candidates(rng, schema, errors, n=candidates):
@@ -592,7 +604,7 @@ def check_schema(schema, seed=0, samples=8, candidates=40, compiled_schema=None,
         if not _tame(value):
             continue
         try:
-            text = serialize(value, c, "compact")
+            text = serialize(value, c, style)
         except RuntimeError:  # serialize's order search ran out of budget
             continue
         stats["valid"] += 1
@@ -601,15 +613,33 @@ def check_schema(schema, seed=0, samples=8, candidates=40, compiled_schema=None,
     return "checked", problems, stats
 
 
+def configuration(seed):
+    """The (style, escapes, vocab) of ``seed``: mostly the defaults, sometimes the others."""
+    rng = random.Random(f"config {seed}")
+    if rng.random() < 0.6:
+        return "compact", "canonical", "bytes"
+    return (rng.choice(["compact", "pretty", "flexible"]), rng.choice(["canonical", "any"]),
+            rng.choice(["bytes", "mixed"]))
+
+
 def run_seed(seed, depth=3, **kw):
+    """Case ``seed``: ``(schema, config, status, problems, stats)``."""
     schema = gen_schema(seed, depth)
-    status, problems, stats = check_schema(schema, seed=seed, **kw)
-    return schema, status, problems, stats
+    config = configuration(seed)
+    style, escapes, vocab = config
+    status, problems, stats = check_schema(schema, seed=seed, style=style, escapes=escapes, vocab=vocab, **kw)
+    return schema, config, status, problems, stats
 
 
 if __name__ == "__main__":
-    for arg in sys.argv[1:]:
-        schema, status, problems, _ = run_seed(int(arg))
-        print(f"seed {arg}: {status}\n  schema: {json.dumps(schema)}")
+    import argparse
+
+    ap = argparse.ArgumentParser(description="replay fuzzer seeds")
+    ap.add_argument("seeds", type=int, nargs="+")
+    ap.add_argument("--depth", type=int, default=3)
+    args = ap.parse_args()
+    for seed in args.seeds:
+        schema, config, status, problems, stats = run_seed(seed, depth=args.depth)
+        print(f"seed {seed}: {status} {config} {stats}\n  schema: {json.dumps(schema)}")
         for p in problems:
             print("  ", p)
