@@ -33,14 +33,16 @@ import warnings
 from .emit import DEFAULT_ESCAPES, DEFAULT_STYLE, ESCAPES, FLEXIBLE_MAX_RUN, STYLES, Builder
 from .budget import DEFAULT_MAX_WORK, DEFAULT_TIME_LIMIT_S, MAX_COUNT, Budget, active
 from .loader import SchemaDoc, read_schema
-from .normalize import Normalizer
+from .normalize import PROPERTY_ORDERS, Normalizer
 from .validate import Validator
 
 __all__ = ["compile_schema", "json_grammar", "validate", "STYLES", "DEFAULT_WHITESPACE",
            "ESCAPES", "DEFAULT_ESCAPES", "FLEXIBLE_MAX_RUN", "SchemaLoosened",
+           "PROPERTY_ORDERS", "DEFAULT_PROPERTY_ORDER",
            "DEFAULT_MAX_WORK", "DEFAULT_TIME_LIMIT_S", "MAX_COUNT"]
 
 DEFAULT_WHITESPACE = DEFAULT_STYLE
+DEFAULT_PROPERTY_ORDER = "written"
 
 
 class SchemaLoosened(UserWarning):
@@ -55,7 +57,8 @@ class SchemaLoosened(UserWarning):
 
 
 def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escapes=DEFAULT_ESCAPES,
-                   max_work=DEFAULT_MAX_WORK, time_limit_s=DEFAULT_TIME_LIMIT_S):
+                   max_work=DEFAULT_MAX_WORK, time_limit_s=DEFAULT_TIME_LIMIT_S,
+                   property_order=DEFAULT_PROPERTY_ORDER):
     """Compile a JSON schema (dict, bool, JSON text or path) to a :class:`~cfgmask.grammar.Grammar`.
 
     ``whitespace``: one of :data:`STYLES`.  ``escapes``: ``"canonical"``
@@ -65,6 +68,15 @@ def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escape
     documents written elsewhere).  The grammar's
     ``json_schema_info`` dict holds the style, the loosened keywords and the
     time the front end took.
+
+    ``property_order`` (one of :data:`PROPERTY_ORDERS`): ``"written"`` (the
+    default) merges the ``properties`` of a conjunction left to right as the
+    schema is written, an ``allOf`` or ``$ref`` written before ``properties``
+    placing its properties first (llguidance's stable property order);
+    ``"own-first"`` lists an object's own properties before those of its
+    ``allOf`` branches and ``$ref`` targets.  Either way ``required``
+    properties no ``properties`` declares come next, then the others in any
+    order (docs/json-schema.md, "Property order").
 
     The compile budget (docs/json-schema.md, "Compile bounds"): past
     ``max_work`` units of work (nodes, split cases, grammar rules) or
@@ -76,12 +88,13 @@ def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escape
     budget = Budget(max_work, time_limit_s)
     with active(budget):
         doc = SchemaDoc(read_schema(schema))
-        norm = Normalizer(doc, strict=strict, budget=budget)
+        norm = Normalizer(doc, strict=strict, budget=budget, property_order=property_order)
         builder = Builder(norm, whitespace, escapes)
         start = builder.run(frozenset([""]))
         grammar = builder.grammar(start)
     grammar.json_schema_info = {
         "whitespace": whitespace, "escapes": escapes, "strict": strict,
+        "property_order": property_order,
         "loosened": list(norm.loosened),
         "front_end_s": time.perf_counter() - t0,
         "work": budget.work,

@@ -60,11 +60,26 @@ _HANDLED = frozenset(("type", "enum", "const", "$ref", "allOf", "then", "else",
 _REFUSED = ("unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef")
 
 FALSE_ATOM = "!false"
+# How the declared properties of a conjunction are ordered (docs/json-schema.md):
+# "written": merged left to right as the schema is written (llguidance's stable
+# property order); "own-first": an object's own properties, then those of its
+# allOf branches and $ref targets (the order before issue 24).
+PROPERTY_ORDERS = ("written", "own-first")
 MAX_SPLIT_DEPTH = 64
 
 
 def atom(pointer, skip=()):
     return pointer + "\x00" + ",".join(sorted(skip)) if skip else pointer
+
+
+def _key_index(node, key):
+    """Index of ``key`` among the keys of the dict ``node`` (past the end if absent)."""
+    if not isinstance(node, dict):
+        return 0
+    for i, k in enumerate(node):
+        if k == key:
+            return i
+    return len(node)
 
 
 def split_atom(a):
@@ -164,9 +179,13 @@ class Node:
 class Normalizer:
     """Schema document -> :class:`Node` per conjunction (see module docstring)."""
 
-    def __init__(self, doc, strict=True, budget=None):
+    def __init__(self, doc, strict=True, budget=None, property_order="written"):
         self.doc = doc
         self.strict = strict
+        if property_order not in PROPERTY_ORDERS:
+            raise ValueError(f"property_order must be one of {', '.join(PROPERTY_ORDERS)}")
+        self.property_order = property_order
+        self._ref_from = {}      # $ref target -> (pointer, "$ref") where it was first reached
         self.budget = budget if budget is not None else Budget(None, None)
         self.loosened = []       # (keyword, pointer, why) when strict=False
         doc.check_cycles()  # before anything follows $ref in place
@@ -224,7 +243,9 @@ class Normalizer:
                 raise GrammarError(f"JSON schema: the schema at {display(p)} is neither an object nor "
                                    f"a boolean", where=display(p), construct="schema")
             if "$ref" in s:
-                work.append(self.doc.resolve(p, s["$ref"]))
+                target = self.doc.resolve(p, s["$ref"])
+                self._ref_from.setdefault(target, (p, "$ref"))
+                work.append(target)
             if "x-cfgmask-ptr" in s:
                 work.append(s["x-cfgmask-ptr"])
             if "allOf" in s and not (self.doc.draft_at(p) <= 7 and "$ref" in s):
@@ -1118,17 +1139,52 @@ class Normalizer:
         return arr
 
     # ---- objects
+    def _written_key(self, p, depth=0):
+        """Where the schema at ``p`` is written: the key and item indices on the
+        way from the root, a ``$ref`` target standing where the ``$ref`` that
+        first reached it is written (``property_order="written"``)."""
+        if p in self._ref_from and depth < 64:
+            q, kw = self._ref_from[p]
+            return self._written_key(q, depth + 1) + (_key_index(self.doc.get(q), kw),)
+        if not p:
+            return ()
+        if depth >= 64:
+            return (float("inf"),)
+        if p.startswith("!") and "/" not in p:
+            # a compiler-written schema stands where the schema it negates is
+            # written; the cases it writes (tagged unions, dependencies) first
+            desc = self.doc.synthetic_desc.get(p, "")
+            if desc.startswith("not(") and desc.endswith(")"):
+                return self._written_key(desc[4:-1], depth + 1)
+            return ()
+        head, _, last = p.rpartition("/")
+        try:
+            node = self.doc.get(head)
+        except Exception:  # noqa: BLE001 - an order key only: unknown places go last
+            return (float("inf"),)
+        last = last.replace("~1", "/").replace("~0", "~")
+        i = int(last) if isinstance(node, list) and last.isdigit() else _key_index(node, last)
+        return self._written_key(head, depth + 1) + (i,)
+
+    def _in_order(self, sources, keyword):
+        """``sources`` in the order their ``keyword`` lists are merged (docs/json-schema.md)."""
+        if self.property_order == "own-first":
+            return sources
+        return sorted(sources, key=lambda x: self._written_key(x[1]) + (_key_index(x[0], keyword),))
+
     def _object(self, obj, sources):
         names, required, forbidden = [], [], set()
-        for s, p, skip in sources:
+        for s, p, skip in self._in_order(sources, "properties"):
             if "properties" in s and "properties" not in skip:
                 for n in s["properties"]:
                     if n not in names:
                         names.append(n)
+        for s, p, skip in self._in_order(sources, "required"):
             if "required" in s and "required" not in skip:
                 for n in s["required"]:
                     if n not in required:
                         required.append(n)
+        for s, p, skip in sources:
             for k in ("minProperties", "maxProperties"):
                 if k in s and k not in skip:
                     v = int(s[k])

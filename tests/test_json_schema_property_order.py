@@ -1,0 +1,99 @@
+"""Declared-property order: ``property_order="written"`` (default) and ``"own-first"``.
+
+"written" merges the ``properties`` (then the ``required``) of a conjunction
+left to right as the schema is written, a ``$ref`` standing where it is
+written: llguidance's documented stable property order.  The expected orders
+below are written by hand from that rule; where llguidance is installed the
+same documents are also fed to it.
+"""
+
+import json
+import warnings
+
+import pytest
+
+from cfgmask.json_schema import PROPERTY_ORDERS, compile_schema
+from tests.test_json_schema_support import accepts, compile_bytes
+
+INT = {"type": "integer"}
+BASE = {"properties": {"id": INT}}
+
+# (schema, documents, which of them "written" accepts, which "own-first" accepts)
+CASES = [
+    ({"allOf": [{"properties": {"a": INT}}], "properties": {"b": INT}},
+     [{"a": 1, "b": 2}, {"b": 2, "a": 1}], [True, False], [False, True]),
+    ({"properties": {"b": INT}, "allOf": [{"properties": {"a": INT}}]},
+     [{"a": 1, "b": 2}, {"b": 2, "a": 1}], [False, True], [False, True]),
+    ({"allOf": [{"$ref": "#/$defs/Base"}, {"properties": {"name": INT}}], "properties": {"z": INT},
+      "$defs": {"Base": BASE}},
+     [{"id": 1, "name": 2, "z": 3}, {"z": 3, "name": 2, "id": 1}], [True, False], [False, True]),
+    ({"$defs": {"Base": BASE}, "properties": {"z": INT}, "$ref": "#/$defs/Base"},
+     [{"id": 1, "z": 3}, {"z": 3, "id": 1}], [False, True], [False, True]),
+    ({"$ref": "#/$defs/Base", "properties": {"z": INT}, "$defs": {"Base": BASE}},
+     [{"id": 1, "z": 3}, {"z": 3, "id": 1}], [True, False], [False, True]),
+    ({"required": ["r"], "allOf": [{"properties": {"a": INT}, "required": ["q"]}],
+      "properties": {"b": INT}},
+     [{"a": 1, "b": 2, "r": 0, "q": 0}, {"b": 2, "a": 1, "r": 0, "q": 0}], [True, False],
+     [False, True]),
+    ({"anyOf": [{"properties": {"a": INT}}], "properties": {"b": INT}},
+     [{"a": 1, "b": 2}, {"b": 2, "a": 1}], [True, False], [False, True]),
+    ({"if": {"properties": {"k": {"const": "n"}}, "required": ["k"]},
+      "then": {"properties": {"v": INT}}, "else": {"properties": {"v": {"type": "string"}}}},
+     [{"k": "n", "v": 1}, {"k": "s", "v": "x"}, {"v": 1, "k": "n"}], [True, True, False],
+     [True, True, False]),
+]
+
+
+def _compact(doc):
+    return json.dumps(doc, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("order", PROPERTY_ORDERS)
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_property_order(case, order):
+    schema, docs, written, own_first = CASES[case]
+    c = compile_bytes(compile_schema(schema, property_order=order))
+    want = written if order == "written" else own_first
+    assert [accepts(c, _compact(d)) for d in docs] == want
+
+
+def test_default_is_written_and_unknown_orders_are_refused():
+    schema, docs, written, _ = CASES[0]
+    c = compile_bytes(compile_schema(schema))
+    assert [accepts(c, _compact(d)) for d in docs] == written
+    with pytest.raises(ValueError):
+        compile_schema(schema, property_order="sorted")
+
+
+def _llguidance_bytes():
+    llg = pytest.importorskip("llguidance")
+    tokens = [bytes([i]) for i in range(256)] + [b"<EOS>"]
+
+    class Wrapped:  # the attributes llguidance.TokenizerWrapper reads
+        eos_token_id = 256
+        bos_token_id = None
+        special_token_ids = [256]
+
+        def __init__(self):
+            self.tokens = tokens
+
+        def __call__(self, s):
+            return list(s.encode() if isinstance(s, str) else s)
+
+    return llg, llg.LLTokenizer(llg.TokenizerWrapper(Wrapped()))
+
+
+def test_written_order_is_llguidances():
+    llg, tok = _llguidance_bytes()
+    for schema, docs, written, _ in CASES:
+        if "if" in schema:
+            continue  # llguidance does not implement if/then/else
+        g = llg.LLMatcher.grammar_from_json_schema(schema, defaults={"whitespace_flexible": False})
+        got = []
+        for d in docs:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = llg.LLMatcher(tok, g, log_level=0)
+            assert not m.is_error(), m.get_error()
+            got.append(all(m.consume_token(b) for b in _compact(d).encode()) and m.is_accepting())
+        assert got == written, schema
