@@ -16,8 +16,30 @@ text; it needs ``Grammar.from_json_schema``).  Over HTTP ``vllm_xargs`` values
 cannot be objects, so the same object may be given as its JSON text, and a
 plain string means ``{"grammar": string}``.  Requests without the key are
 left alone.  :meth:`GrammarLogitsProcessor.validate_params` runs at admission
-and rejects a bad specification or a grammar that does not compile with the
-:class:`~cfgmask.GrammarError` text (vLLM answers HTTP 400).
+and rejects a bad specification or a grammar that does not compile with a
+plain ``ValueError`` carrying the error's type and text, whatever the build
+raised (vLLM answers HTTP 400 for ``ValueError`` and 500 for anything else).
+
+A bad or heavy request costs that request only:
+
+* Grammars are built and compiled in a bounded pool of daemon threads
+  (``CFGMASK_VLLM_COMPILE_THREADS``, default 2), never on the caller's
+  thread; requests with the same grammar share one compile and its cached
+  verdict.  A compile has a deadline (``CFGMASK_VLLM_COMPILE_TIMEOUT_S``,
+  default 60 s, queueing included): past it, its requests fail and the
+  compile is abandoned at its next checkpoint.
+* ``validate_params`` (called on vLLM's event loop) waits at most
+  ``CFGMASK_VLLM_ADMIT_WAIT_S`` (default 2 s) for the build, then refuses
+  the request with a "still compiling, retry" ``ValueError``.
+* In the worker a request's compile starts when it joins the batch; an engine
+  step waits at most ``CFGMASK_VLLM_STEP_WAIT_S`` (default 10 s) for the
+  compiles of its rows.  A row cannot skip a step (whatever it samples becomes
+  output), so a row whose compile is still running then ends (EOS only).
+* Any exception from one request's grammar in the worker (parsing, building,
+  compiling, consuming, filling) ends that request as a dead end (below); it
+  never reaches the engine step.
+
+The knobs are environment variables read at each use.
 
 vLLM 0.33 has two model runners with two logits-processor interfaces, and
 picks one at start-up (Model Runner V2 by default on CUDA with Triton;
@@ -50,8 +72,8 @@ Invariants:
   one vectorised kernel (:func:`cfgmask.hf.apply_token_bitmask_`); rows that
   did not opt in get an all-ones mask row and are unchanged.
 * A finished grammar allows EOS only.  A dead end (no token allowed, a token
-  the grammar rejects, a grammar that failed to compile in the worker) ends
-  the request: its row allows EOS only from then on and the reason is logged
+  the grammar rejects, a grammar that failed or timed out compiling in the
+  worker, any exception from the request's grammar) ends the request: its row allows EOS only from then on and the reason is logged
   (logger ``cfgmask.vllm``) and kept in :attr:`GrammarLogitsProcessor.dead_ends`.
 * Never NaN: after masking, a constrained row that has no finite logit left
   (an earlier stage such as ``logit_bias`` or ``min_tokens`` removed every
@@ -224,8 +246,8 @@ def compile_timeout():
 
 
 def admit_wait():
-    """``CFGMASK_VLLM_ADMIT_WAIT_S`` (default 5): the longest ``validate_params`` waits for a build."""
-    return _env_seconds("CFGMASK_VLLM_ADMIT_WAIT_S", 5.0)
+    """``CFGMASK_VLLM_ADMIT_WAIT_S`` (default 2): the longest ``validate_params`` waits for a build."""
+    return _env_seconds("CFGMASK_VLLM_ADMIT_WAIT_S", 2.0)
 
 
 def step_wait():
