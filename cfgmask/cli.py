@@ -138,10 +138,14 @@ def cmd_check(args):
     if args.schema is not None:
         if args.grammar is not None:
             raise ConfigurationError("check takes a GRAMMAR or --schema FILE.json, not both")
+        if args.start != "start":
+            raise ConfigurationError("--start applies to a GRAMMAR, not to --schema")
         from .json_schema.cli import check_schema
         return check_schema(args.schema, args.whitespace, args.verbose)
     if args.grammar is None:
         raise ConfigurationError("check needs a GRAMMAR or --schema FILE.json")
+    if args.whitespace is not None:
+        raise ConfigurationError("--whitespace is the JSON layout of --schema; it needs --schema")
     t0 = time.perf_counter()
     src = GrammarSource(args.grammar, start=args.start)
     g = src.grammar
@@ -289,8 +293,11 @@ def _check_generate_args(args):
                                      ("--start", args.start != "start")) if on]
         if given:
             raise ConfigurationError(f"--schema constrains by the schema alone: drop {', '.join(given)}")
-    elif args.grammar is None:
-        args.grammar = "json"
+    else:
+        if args.whitespace is not None:
+            raise ConfigurationError("--whitespace is the JSON layout of --schema; it needs --schema")
+        if args.grammar is None:
+            args.grammar = "json"
     if args.tables is not None:
         if args.grammar != "sql" or args.full_language:
             raise ConfigurationError("--tables needs --grammar sql and its generation profile")
@@ -575,6 +582,14 @@ def _above(lo):
     return parse
 
 
+def _seed(text):
+    """An argparse type: an int torch takes as a seed (it overflows past 64 bits)."""
+    v = _at_least(-2 ** 63)(text)
+    if v >= 2 ** 64:
+        raise argparse.ArgumentTypeError(f"must be < 2**64, not {text}")
+    return v
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage block): ``cfgmask generate: error: ...``, exit 2."""
 
@@ -591,7 +606,7 @@ def _add_model_args(p):
                    help=f"torch CPU threads (default: the cores not already busy by the load average, "
                         f"at most {MAX_DEFAULT_THREADS}; torch's own default, every core, runs 5-8x "
                         "slower per token when other processes keep the cores busy)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
 
 
 def _add_schema_args(p):

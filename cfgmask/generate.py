@@ -558,8 +558,8 @@ def _check_args(max_new_tokens, temperature, repetition_penalty, seed):
     if not _is_real(repetition_penalty) or not np.isfinite(repetition_penalty) or repetition_penalty <= 0:
         raise ConfigurationError(f"repetition_penalty must be a finite number > 0 (1: off), "
                                  f"not {repetition_penalty!r}")
-    if seed is not None and not _is_int(seed):
-        raise ConfigurationError(f"seed must be an int or None, not {seed!r}")
+    if seed is not None and (not _is_int(seed) or not -2 ** 63 <= seed < 2 ** 64):
+        raise ConfigurationError(f"seed must be an int in [-2**63, 2**64) or None, not {seed!r}")
     return int(max_new_tokens), float(temperature), float(repetition_penalty)
 
 

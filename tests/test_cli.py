@@ -253,7 +253,7 @@ def test_bad_temperature_exits_2(value, capsys, no_model_load):
 
 
 @pytest.mark.parametrize("opt,value", [("--threads", "0"), ("--repetition-penalty", "0"),
-                                       ("--repetition-penalty", "nan")])
+                                       ("--repetition-penalty", "nan"), ("--seed", str(2 ** 64))])
 def test_other_numbers_checked(opt, value, capsys, no_model_load):
     line = one_line_error(*run(capsys, "generate", opt, value, "hi")[::2])
     assert opt in line
@@ -281,6 +281,13 @@ def test_demo_prompts_must_be_positive(value, capsys, no_model_load):
 def test_empty_schema_path_exits_2(cmd, capsys, no_model_load):
     line = one_line_error(*run(capsys, *cmd, "--schema", "")[::2])
     assert "--schema" in line and "empty" in line
+
+
+@pytest.mark.parametrize("cmd", [["check", "json", "--whitespace", "pretty"],
+                                 ["generate", "--whitespace", "pretty", "hi"]])
+def test_whitespace_needs_schema(cmd, capsys, no_model_load):
+    line = one_line_error(*run(capsys, *cmd)[::2])
+    assert "--whitespace" in line
 
 
 def test_schema_directory_is_named(tmp_path, capsys):

@@ -271,6 +271,12 @@ def test_bad_temperature(model, tok, compiled, value):
         cfgmask.generate(model, tok, compiled["one"], "Go.", max_new_tokens=4, temperature=value)
 
 
+@pytest.mark.parametrize("value", [1.5, "3", 2 ** 64])
+def test_bad_seed(model, tok, compiled, value):
+    with pytest.raises(ConfigurationError, match="seed"):
+        cfgmask.generate(model, tok, compiled["one"], "Go.", max_new_tokens=4, temperature=1.0, seed=value)
+
+
 @pytest.mark.parametrize("value", [0, -1.0, float("nan"), float("inf")])
 def test_bad_repetition_penalty(model, tok, compiled, value):
     with pytest.raises(ConfigurationError, match="repetition_penalty"):
