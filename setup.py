@@ -38,16 +38,16 @@ def _extensions():
         "embedsignature": True,
     }
     mods = ["_lexer", "_earley", "_matcher"]
-    # batch fills run rows on OpenMP threads (CFGMASK_OPENMP=0 builds them serial)
-    openmp = [] if os.environ.get("CFGMASK_OPENMP") == "0" else ["-fopenmp"]
+    # no OpenMP: batch fills run on the runtime's own pool (_fast/_pool.h), which
+    # sleeps instead of spinning; libgomp's spin policy is fixed by whoever loads it first
     exts = [
         Extension(
             f"cfgmask._fast.{m}",
             [f"cfgmask/_fast/{m}.pyx"],
             include_dirs=[numpy.get_include(), "cfgmask/_fast"],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-            extra_compile_args=(["-O3"] if not debug else ["-O0", "-g"]) + openmp,
-            extra_link_args=openmp,
+            extra_compile_args=(["-O3"] if not debug else ["-O0", "-g"]) + ["-pthread"],
+            extra_link_args=["-pthread"],
         )
         for m in mods
     ]

@@ -53,6 +53,9 @@ cdef class Rows:
     cdef uint32_t* predicted_gen     # per nonterminal: row generation that predicted it
     cdef uint32_t gen
     cdef uint64_t* scratch_bits      # [n_words]
+    # what the owning matcher holds beside the rows (byte stack, token list, memo):
+    # counted in Limits.max_matcher_bytes with the rows' own arrays (held_bytes)
+    cdef int64_t owner_bytes
 
     # per-stack cache of lexer start states by allowed set, in front of the shared table
     cdef uint64_t* sc_keys           # [SC_SLOTS * n_words]
@@ -65,6 +68,8 @@ cdef class Rows:
     cdef int32_t* leo_orig
 
     cdef int reset(self) except -1 nogil
+    cdef int64_t held_bytes(self) noexcept nogil
+    cdef int charge(self, int64_t more) except -1 nogil
     cdef int push_scan(self, int32_t lex_state) except -1 nogil
     cdef int _close_row(self, int32_t k) except -1 nogil
     cdef bint _leo_top(self, int32_t j, int32_t A, int32_t* ptr_out, int32_t* orig_out) noexcept nogil

@@ -53,8 +53,8 @@ cdef int _raise_row_budget(int32_t k, int32_t limit) except -1 nogil:
 cdef int _raise_matcher_budget(int64_t used, int64_t limit) except -1 nogil:
     with gil:
         raise BudgetExceeded(
-            f"one matcher's Earley rows need more than {limit} bytes ({used} requested): "
-            "raise Limits.max_matcher_bytes, or shorten the document")
+            f"one matcher needs more than {limit} bytes ({used} requested: Earley rows, "
+            "byte stack and rollback history): raise Limits.max_matcher_bytes, or shorten the document")
 
 
 cdef class CGrammar:
@@ -244,6 +244,29 @@ cdef class Rows:
         self.n_rows_mem = 1
         return 0
 
+    cdef int64_t held_bytes(self) noexcept nogil:
+        """Bytes this matcher holds: every array of the row stack at its capacity
+        (growth doubles, so up to half can be unused), plus ``owner_bytes``."""
+        cdef int64_t W = self.g.n_words
+        cdef int64_t rows = self.rows_cap
+        return (self.items_cap * sizeof(ItemC) + self.wait_cap * sizeof(int32_t)
+                + (rows + 1) * 2 * sizeof(int32_t)                        # row_start, row_wait_start
+                + rows * (sizeof(int32_t) + 1 + sizeof(uint64_t))         # lex start, accepting, stamp
+                + rows * W * 2 * sizeof(uint64_t)                         # row_scanned, row_expected
+                + <int64_t>self.seen_cap * (sizeof(int64_t) + sizeof(uint32_t))
+                + STAMP_SLOTS * (W + 2) * sizeof(uint64_t)
+                + SC_SLOTS * (W * sizeof(uint64_t) + sizeof(int32_t))
+                + LEO_SLOTS * (sizeof(uint64_t) + 4 * sizeof(int32_t))
+                + max(1, self.g.n_nonterminals) * sizeof(uint32_t) + W * sizeof(uint64_t)
+                + self.owner_bytes)
+
+    cdef int charge(self, int64_t more) except -1 nogil:
+        """Raise BudgetExceeded if growing by ``more`` bytes would pass the budget."""
+        cdef int64_t used = self.held_bytes() + more
+        if used > self.g.max_matcher_bytes:
+            _raise_matcher_budget(used, self.g.max_matcher_bytes)
+        return 0
+
     cdef int _begin_row(self, int32_t k) except -1 nogil:
         # a new generation empties the dedup table and the prediction stamps at once
         self.gen += 1
@@ -280,6 +303,8 @@ cdef class Rows:
     cdef int _grow_rows(self) except -1 nogil:
         cdef int32_t newcap = self.rows_cap * 2
         cdef int W = self.g.n_words
+        self.charge(<int64_t>self.rows_cap * (2 * sizeof(int32_t) + sizeof(int32_t) + 1 + sizeof(uint64_t)
+                                              + 2 * W * sizeof(uint64_t)))
         p0 = <int32_t*>realloc(self.row_start, sizeof(int32_t) * (newcap + 1))
         if p0 == NULL:
             with gil:
@@ -348,9 +373,7 @@ cdef class Rows:
         cdef int64_t newcap = self.items_cap
         while newcap < need:
             newcap *= 2
-        cdef int64_t used = newcap * sizeof(ItemC) + self.wait_cap * sizeof(int32_t)
-        if used > self.g.max_matcher_bytes:
-            _raise_matcher_budget(used, self.g.max_matcher_bytes)
+        self.charge((newcap - self.items_cap) * sizeof(ItemC))
         p = <ItemC*>realloc(self.items, sizeof(ItemC) * newcap)
         if p == NULL:
             with gil:
@@ -360,6 +383,7 @@ cdef class Rows:
         return 0
 
     cdef int _grow_seen(self, int32_t k) except -1 nogil:
+        self.charge(<int64_t>self.seen_cap * (sizeof(int64_t) + sizeof(uint32_t)))
         free(self.seen_keys)
         free(self.seen_gen)
         self.seen_cap *= 2
@@ -528,9 +552,7 @@ cdef class Rows:
         cdef int32_t* pw
         if need > self.wait_cap:
             newcap = need if need > self.wait_cap * 2 else self.wait_cap * 2
-            if newcap * sizeof(int32_t) + self.items_cap * sizeof(ItemC) > self.g.max_matcher_bytes:
-                _raise_matcher_budget(newcap * sizeof(int32_t) + self.items_cap * sizeof(ItemC),
-                                      self.g.max_matcher_bytes)
+            self.charge((newcap - self.wait_cap) * sizeof(int32_t))
             pw = <int32_t*>realloc(self.wait, sizeof(int32_t) * newcap)
             if pw == NULL:
                 with gil:

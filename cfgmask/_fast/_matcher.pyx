@@ -50,7 +50,6 @@ a row that was being rebuilt is marked invalid.
 from libc.stdlib cimport malloc, calloc, realloc, free, qsort
 from libc.string cimport memset, memcpy
 from cpython.ref cimport PyObject
-from cython.parallel cimport prange
 
 import numpy as np
 cimport numpy as cnp
@@ -64,6 +63,11 @@ from cfgmask._fast._sync cimport (cfg_zalloc, cfg_zfree, cfg_rmutex,
                                   cfg_rmutex_init, cfg_rmutex_lock, cfg_rmutex_unlock,
                                   cfg_rmutex_destroy, cfg_load_ptr, cfg_store_ptr, cfg_load_i32,
                                   cfg_store_i32, cfg_add_i64, cfg_yield)
+
+
+cdef extern from "_pool.h" nogil:
+    ctypedef int (*cfg_task_fn)(void* ctx, int64_t i) except -1 nogil
+    int cfg_pool_run(cfg_task_fn fn, void* ctx, int64_t n, int nt)
 
 
 cdef enum:
@@ -1344,6 +1348,7 @@ cdef class MatcherCore:
             _raise_memory("matcher lock")
         self.lock_ok = True
         memset(self.memo_key, 0xFF, sizeof(int64_t) * MEMO_SIZE)
+        self._account()
         self.use_cache = True
         self.depth = 0
         self.n_tok = 0
@@ -1379,13 +1384,28 @@ cdef class MatcherCore:
         self.finished = False
         return 0
 
-    cdef int _reserve(self, int32_t need) except -1 nogil:
+    cdef inline void _account(self) noexcept nogil:
+        """Tell the row stack what this core holds, for Limits.max_matcher_bytes."""
+        self.rows.owner_bytes = (<int64_t>self.cap * (3 * sizeof(int32_t) + 1)
+                                 + self.cap_tok * sizeof(int64_t)
+                                 + MEMO_SIZE * (sizeof(int64_t) + sizeof(int32_t) + 1))
+
+    cdef int _reserve(self, int32_t need, bint check=True) except -1 nogil:
+        """Byte stack room for depth ``need``.  Doubles, or grows to ``need`` only
+        when doubling would pass the budget.  ``check=False`` (a fill's headroom for
+        its speculative walk, freed bytes as soon as it ends): counted, never
+        refused, so a matcher just refused a token can still fill its mask."""
         cdef int32_t newcap
+        cdef int64_t per = 3 * sizeof(int32_t) + 1
         if need < self.cap:
             return 0
         newcap = self.cap
         while newcap <= need:
             newcap *= 2
+        if self.rows.held_bytes() + (newcap - self.cap) * per > self.rows.g.max_matcher_bytes:
+            newcap = need + 64
+            if check:
+                self.rows.charge((newcap - self.cap) * per)
         p1 = <int32_t*>realloc(self.st_lex, sizeof(int32_t) * newcap)
         if p1 == NULL:
             with gil:
@@ -1407,6 +1427,7 @@ cdef class MatcherCore:
                 _raise_memory("byte stack")
         self.st_byte = p3
         self.cap = newcap
+        self._account()
         return 0
 
     cdef inline void _pop_to(self, int32_t d) noexcept nogil:
@@ -1568,7 +1589,7 @@ cdef class MatcherCore:
             memset(mask, 0, sizeof(uint32_t) * W)
             self._set_eos(mask)
             return 1 if self.rt.n_eos else 0
-        self._reserve(d + self.rt.max_depth + 4)
+        self._reserve(d + self.rt.max_depth + 4, False)
         if not self.use_cache:
             memset(mask, 0, sizeof(uint32_t) * W)
             self.walk(1, self.rt.n_nodes, mask)
@@ -1653,6 +1674,7 @@ cdef class MatcherCore:
                     _raise_memory("token list")
             self.tokd = p
             self.cap_tok *= 2
+            self._account()     # counted, not checked: the token's bytes are already in
         self.tokd[self.n_tok] = d
         self.n_tok += 1
         return 0
@@ -1837,12 +1859,17 @@ cdef class MatcherCore:
                     _raise_memory("token list")
                 m.cap_tok *= 2
             memcpy(m.tokd, self.tokd, sizeof(int64_t) * self.n_tok)
+            m._account()
             m.n_tok = self.n_tok
             m.finished = self.finished
             m.use_cache = self.use_cache
             return m
         finally:
             self._unlock()
+
+    def held_bytes(self):
+        """Bytes counted against Limits.max_matcher_bytes (tests, docs)."""
+        return self.rows.held_bytes()
 
     def row_sizes(self):
         """``[(items, predicted items)]`` per row on the stack (debugging, docs)."""
@@ -1896,16 +1923,39 @@ cdef uint32_t* _row_pointer(arr, Py_ssize_t row, int32_t words) except NULL:
     return <uint32_t*>cnp.PyArray_DATA(a) + row * width
 
 
+cdef struct FillJob:
+    PyObject** ptrs
+    int* status
+    uint32_t* base
+    int64_t width
+
+
+cdef int _fill_task(void* ctx, int64_t i) except -1 nogil:
+    """One row of a batch (a pool task): status 2 while running, stays 2 if it raised."""
+    cdef FillJob* job = <FillJob*>ctx
+    if job.ptrs[i] == NULL:
+        return 0
+    job.status[i] = 2
+    job.status[i] = (<MatcherCore>job.ptrs[i]).fill_ptr(job.base + i * job.width, job.width)
+    return 0
+
+
 def fill_rows(list cores, arr, int n_threads=0):
     """Fill row ``i`` of ``arr`` for ``cores[i]`` (``None`` rows are skipped), the rows
-    on up to ``n_threads`` threads (0: one per row, at most the CPU count) without
-    the GIL.  Returns the index of the first row where nothing is allowed, or -1.
-    An error in any row is raised after every row has finished."""
+    on up to ``n_threads`` threads without the GIL (0: one per row; never more
+    than the CPUs this process may run on).  Returns the index of the first row
+    where nothing is allowed, or -1.  An error in any row is raised after every
+    row has finished.
+
+    The threads are a persistent pool that sleeps instead of spinning
+    (``_pool.h``), so a batch on a busy machine costs about what one thread
+    costs: rows go to whichever thread is running."""
     cdef Py_ssize_t n = len(cores)
     cdef Py_ssize_t i
     cdef uint32_t* base
     cdef int64_t width
     cdef int nt
+    cdef FillJob job
     if n == 0:
         return -1
     first = next((c for c in cores if c is not None), None)
@@ -1932,17 +1982,16 @@ def fill_rows(list cores, arr, int n_threads=0):
         for i in range(n):
             c = cores[i]
             ptrs[i] = NULL if c is None else <PyObject*>c
-            status[i] = 3                  # 3: not run; 2: running; 1/0: allowed / nothing
-        nt = n_threads if n_threads > 0 else min(<int>n, _cpu_count())
+            status[i] = 3                  # 3: not run; 2: running or raised; 1/0: allowed / nothing
+        cpus = _cpu_count()
+        nt = min(n_threads, cpus) if n_threads > 0 else min(<int>n, cpus)
         if nt > 1 and n > 1:
-            try:
-                with nogil:
-                    for i in prange(n, num_threads=nt, schedule="dynamic"):
-                        if ptrs[i] != NULL:
-                            status[i] = 2
-                            status[i] = (<MatcherCore>ptrs[i]).fill_ptr(base + i * width, width)
-            except BaseException:
-                pass                       # a row left at 2 raised: rerun below for its error
+            job.ptrs = ptrs
+            job.status = status
+            job.base = base
+            job.width = width
+            with nogil:
+                cfg_pool_run(_fill_task, &job, n, nt)
         for i in range(n):
             if ptrs[i] != NULL and status[i] >= 2:
                 status[i] = _fill_one(<MatcherCore>ptrs[i], base + i * width, width, errors, i)
@@ -1969,5 +2018,9 @@ cdef int _fill_one(MatcherCore m, uint32_t* out, int64_t width, list errors, Py_
 
 
 cdef int _cpu_count():
+    # the CPUs this process may run on (taskset, cgroup cpusets), not the machine's
     import os
-    return os.cpu_count() or 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
