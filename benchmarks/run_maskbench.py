@@ -49,7 +49,8 @@ share of N proportional to its size, at least one, the files of a category
 ordered by the SHA-1 of their name.  ``--full`` runs every file (11,305
 schemas: hours on one core).  ``--smoke`` runs 5 small schemas with a short
 timeout and checks that the runner works (exit status 1 if an engine could
-not run at all).
+not run at all); without the MaskBench data it takes 5 of the 200 public
+JSONSchemaBench schemas in the shared corpora (``$CFGMASK_CORPORA``).
 
     python benchmarks/run_maskbench.py --smoke
     python benchmarks/run_maskbench.py --sample 300 --out /tmp/maskbench.json --plots docs/img
@@ -455,8 +456,11 @@ def plots(records, masks, engines, timeout, folder):
 
 def git_commit():
     try:
-        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "-uno", "--", "cfgmask"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + ("+uncommitted changes in cfgmask/" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return None
 
@@ -485,11 +489,23 @@ def main(argv=None):
     unknown = set(engines) - set(ENGINES)
     if unknown:
         ap.error(f"unknown engines: {', '.join(sorted(unknown))}")
+    if args.smoke and not os.path.isdir(args.data) and not (args.jsb_git or
+                                                            os.environ.get("JSONSCHEMABENCH_GIT")):
+        # CI without the MaskBench data: the 200 public JSONSchemaBench schemas
+        # (same file layout) in the shared corpora
+        args.data = os.path.join(os.environ.get("CFGMASK_CORPORA", os.path.join(
+            os.path.dirname(ROOT), "shared", "corpora")), "json", "jsonschemabench-public")
     names, missing = data_files(args.data, args.jsb_git)
     if args.files:
         chosen, how = sorted(args.files), "files"
     elif args.smoke:
         chosen, how = [n for n in SMOKE if n in names], "smoke"
+        if len(chosen) < len(SMOKE):   # another folder: one file from each of 5 categories
+            firsts = {}
+            for n in sorted(names, key=lambda s: hashlib.sha1(s.encode()).hexdigest()):
+                firsts.setdefault(category(n), n)
+            cats = sorted(firsts)
+            chosen = sorted({firsts[cats[i * len(cats) // len(SMOKE)]] for i in range(len(SMOKE))})
         args.timeout = min(args.timeout, 30.0)
     elif args.full:
         chosen, how = names, "full"
