@@ -296,7 +296,7 @@ class Grammar:
 
     @classmethod
     def from_json_schema(cls, schema, *, whitespace=None, strict=True, escapes=None,
-                         max_work=_DEFAULT, time_limit_s=_DEFAULT):
+                         max_work=_DEFAULT, time_limit_s=_DEFAULT, property_order=None):
         """A grammar whose language is exactly the instances valid under a JSON schema.
 
         ``schema``: a dict, JSON text or a path.  ``whitespace``: ``"compact"``,
@@ -308,15 +308,18 @@ class Grammar:
         ``time_limit_s``: the compile budget (default
         ``cfgmask.json_schema.DEFAULT_MAX_WORK`` / ``DEFAULT_TIME_LIMIT_S``,
         ``None``: no limit); past it :class:`~cfgmask.CompileBudgetExceeded`
-        is raised.  See :mod:`cfgmask.json_schema` and docs/json-schema.md.
+        is raised.  ``property_order``: ``"written"`` (default: llguidance's
+        stable order, branches merged as written) or ``"own-first"``.  See
+        :mod:`cfgmask.json_schema` and docs/json-schema.md.
         """
         from . import json_schema
         ws = json_schema.DEFAULT_WHITESPACE if whitespace is None else whitespace
         esc = json_schema.DEFAULT_ESCAPES if escapes is None else escapes
         mw = json_schema.DEFAULT_MAX_WORK if max_work is _DEFAULT else max_work
         tl = json_schema.DEFAULT_TIME_LIMIT_S if time_limit_s is _DEFAULT else time_limit_s
+        po = json_schema.DEFAULT_PROPERTY_ORDER if property_order is None else property_order
         return json_schema.compile_schema(schema, whitespace=ws, strict=strict, escapes=esc,
-                                          max_work=mw, time_limit_s=tl)
+                                          max_work=mw, time_limit_s=tl, property_order=po)
 
     @classmethod
     def builtin(cls, name, profile=None, *, dialect=None, **options):
