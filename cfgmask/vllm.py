@@ -353,8 +353,8 @@ def _job(name, cache, limit, key, build):
     """The :class:`_Job` giving ``build(deadline)`` for ``key``: cached, already running, or started now.
 
     Requests with the same grammar share one compile.  Whatever ``build``
-    raises becomes the grammar's cached error message (except MemoryError,
-    which may be the machine's and not the grammar's).
+    raises becomes the grammar's cached error message (except MemoryError and
+    a timeout, which may be the machine's and not the grammar's).
     """
     with _CACHE_LOCK:
         hit = cache.get(key)
@@ -374,8 +374,8 @@ def _job(name, cache, limit, key, build):
             cacheable = True
             try:
                 value = build(deadline)
-            except _CompileTimeout:
-                value = _timeout_message(timeout)
+            except _CompileTimeout:  # not cached: it may be the machine's load, not the grammar
+                value, cacheable = _timeout_message(timeout), False
             except Exception as e:  # noqa: BLE001 - one grammar's failure is that grammar's verdict
                 if not isinstance(e, CfgmaskError):
                     logger.warning("cfgmask: compiling a request's grammar raised %s", type(e).__name__,
@@ -402,7 +402,7 @@ def _timeout_message(timeout):
 def _checkpoint(deadline):
     """A ``progress`` callback that abandons a compile past its deadline (frees the pool thread)."""
     def progress(_what):
-        if time.monotonic() > deadline:
+        if time.monotonic() >= deadline:
             raise _CompileTimeout()
     return progress
 

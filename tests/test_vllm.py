@@ -1079,9 +1079,28 @@ def test_admission_does_not_block_on_a_slow_grammar(monkeypatch):
             _bounded(lambda: cv.GrammarLogitsProcessor.validate_params(params(text)), "validate_params")
         assert "still compiling" in str(ei.value) and "CFGMASK_VLLM_ADMIT_WAIT_S" in str(ei.value)
         assert started.wait(60)
-        # other requests are admitted meanwhile
-        _bounded(lambda: cv.GrammarLogitsProcessor.validate_params(params("json")), "validate_params json")
+        # meanwhile another grammar is built (on the pool's other thread) and admitted
+        monkeypatch.setenv("CFGMASK_VLLM_ADMIT_WAIT_S", "120")
+        other = 'start: "admitted-meanwhile" /[0-9]+/'
+        _bounded(lambda: cv.GrammarLogitsProcessor.validate_params(params(other)), "validate_params", 150)
     finally:
         release.set()
     monkeypatch.setenv("CFGMASK_VLLM_ADMIT_WAIT_S", "120")
+    _bounded(lambda: cv.GrammarLogitsProcessor.validate_params(params(text)), "the retry", limit=150)
+
+
+def test_compile_past_its_deadline_is_abandoned_and_not_cached(monkeypatch):
+    """A build past CFGMASK_VLLM_COMPILE_TIMEOUT_S stops at its next checkpoint (freeing its pool
+    thread) with a clear error; the timeout is not cached, so a later build with time left succeeds."""
+    import uuid
+    text = f'start: WORD\nWORD: /deadline{uuid.uuid4().hex}[a-z]+/'  # a fresh terminal: no table cache hit
+    spec = cv.parse_spec(params(text).extra_args)
+    monkeypatch.setenv("CFGMASK_VLLM_COMPILE_TIMEOUT_S", "0")
+    monkeypatch.setenv("CFGMASK_VLLM_ADMIT_WAIT_S", "60")
+    with pytest.raises(ValueError, match="did not compile within 0 s") as ei:
+        _bounded(lambda: cv.GrammarLogitsProcessor.validate_params(params(text)), "validate_params")
+    assert "CFGMASK_VLLM_COMPILE_TIMEOUT_S" in str(ei.value)
+    job = cv._grammar_job(spec)
+    assert "did not compile within" in _bounded(lambda: job.future.result(60), "the abandoned build")
+    monkeypatch.setenv("CFGMASK_VLLM_COMPILE_TIMEOUT_S", "120")
     _bounded(lambda: cv.GrammarLogitsProcessor.validate_params(params(text)), "the retry", limit=150)
