@@ -33,14 +33,19 @@ REAL = ["saucectl.schema", "cloudify", "yippee-ki-json_config_schema", "minecraf
 
 
 def tagged_union(n, required=True, else_branch=False, type_in_if=False, outer_type=True,
-                 shared=False):
+                 shared=False, extra=False):
+    """``extra``: each ``if`` also tests ``x`` (not a pure discriminator test)."""
     clauses = []
     for i in range(n):
         cond = {"properties": {"kind": {"const": f"k{i}"}}}
         if shared and i % 3 == 0:
             cond = {"properties": {"kind": {"enum": [f"k{i}", f"k{(i + 1) % n}", 7]}}}
+        if extra:
+            cond["properties"]["x"] = {"type": "integer"}
         if required:
             cond["required"] = ["kind"]
+        if extra and i % 2:
+            cond["required"] = cond.get("required", []) + ["x"]
         if type_in_if:
             cond["type"] = "object"
         clause = {"if": cond, "then": {"properties": {f"p{i}": {"type": "integer"}},
@@ -94,12 +99,15 @@ def check_exact(schema, instances):
 
 def union_instances(n):
     out = [None, 1, "x", [], [1], True, {}, {"p0": 1}, {"p0": "s"}, {"kind": "zz"},
-           {"kind": "zz", "p0": 1}, {"kind": 7}, {"kind": 7, "p0": 1, "p1": 2}, {"kind": 3}]
+           {"kind": "zz", "p0": 1}, {"kind": 7}, {"kind": 7, "p0": 1, "p1": 2}, {"kind": 3},
+           {"x": 1}, {"x": "s", "p1": 1}, {"kind": 7, "x": "s"}]
     for i in range(n):
         j = (i + 1) % n
         out += [{"kind": f"k{i}"}, {"kind": f"k{i}", f"p{i}": 1}, {"kind": f"k{i}", f"p{i}": "s"},
                 {"kind": f"k{i}", f"p{i}": 1, f"p{j}": 2}, {"kind": f"k{i}", f"p{j}": 2},
-                {"kind": f"k{i}", f"p{i}": 1, f"p{j}": "s"}]
+                {"kind": f"k{i}", f"p{i}": 1, f"p{j}": "s"}, {"kind": f"k{i}", "x": 1},
+                {"kind": f"k{i}", "x": "s"}, {"kind": f"k{i}", "x": 1, f"p{i}": 2},
+                {"kind": f"k{i}", "x": 1, f"p{i}": 2, f"p{j}": 3}]
     return out
 
 
@@ -107,6 +115,8 @@ def union_instances(n):
     {}, {"required": False}, {"else_branch": True}, {"type_in_if": True},
     {"outer_type": False}, {"outer_type": False, "required": False, "else_branch": True},
     {"shared": True}, {"shared": True, "else_branch": True, "outer_type": False},
+    {"extra": True}, {"extra": True, "shared": True, "else_branch": True},
+    {"extra": True, "required": False, "outer_type": False, "shared": True},
 ])
 def test_tagged_union_dispatch_is_exact(variant):
     n = 5
@@ -129,8 +139,11 @@ def test_dispatch_on_enum_and_types_is_exact():
 
 
 @pytest.mark.parametrize("n", [17, 40])
-def test_tagged_union_is_polynomial(n):
-    compile_schema(tagged_union(n), max_work=20_000, time_limit_s=None)
+@pytest.mark.parametrize("extra", [False, True])
+def test_tagged_union_is_polynomial(n, extra):
+    # (shared values between non-pure ifs stay exponential in how many ifs share one value)
+    compile_schema(tagged_union(n, extra=extra, shared=not extra), max_work=20_000,
+                   time_limit_s=None)
 
 
 def test_dependencies_are_exact():

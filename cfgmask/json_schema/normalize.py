@@ -60,6 +60,8 @@ _HANDLED = frozenset(("type", "enum", "const", "$ref", "allOf", "then", "else",
 _REFUSED = ("unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef")
 
 FALSE_ATOM = "!false"
+_DEPENDENCY_KW = ("dependentRequired", "dependentSchemas", "dependencies")
+UNDISPATCHED = "x-cfgmask-undispatched"  # in an atom's skip: its if is left to an ordinary split
 # How the declared properties of a conjunction are ordered (docs/json-schema.md):
 # "written": merged left to right as the schema is written (llguidance's stable
 # property order); "own-first": an object's own properties, then those of its
@@ -312,8 +314,49 @@ class Normalizer:
         if lit is not None:
             return [Lit(lit)] if lit else []
         if split is not None:
+            if self._contradictory(atoms):
+                return []  # pruned before splitting further
             return self._split(atoms, split)
         return self._typed(atoms)
+
+    def _contradictory(self, atoms):
+        """True only if no value satisfies the atoms: disjoint ``type`` sets, or objects only
+        and a name both required and forbidden or a required name whose ``const``/``enum``
+        sets have nothing in common (cheap, sound, incomplete: prunes split cases early)."""
+        types = None
+        for x in atoms:
+            s, p, skip = self.schema(x)
+            if isinstance(s, dict) and "type" in s and "type" not in skip:
+                t = s["type"]
+                ts = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else None
+                if ts is None or not all(isinstance(y, str) for y in ts):
+                    continue
+                if "number" in ts:
+                    ts.add("integer")
+                types = ts if types is None else types & ts
+        if types is not None and not types:
+            return True
+        if types != {"object"}:
+            return False
+        present, absent = self._presence(atoms)
+        if present & absent:
+            return True
+        values = {}
+        for x in atoms:
+            s, p, skip = self.schema(x)
+            props = s.get("properties") if isinstance(s, dict) and "properties" not in skip else None
+            if not isinstance(props, dict):
+                continue
+            for d in present.intersection(props):
+                sub = props[d]
+                if isinstance(sub, dict) and ("const" in sub or "enum" in sub):
+                    vals = [sub["const"]] if "const" in sub else sub["enum"]
+                    if isinstance(vals, list):
+                        keys = {json_key(v) for v in vals}
+                        values[d] = keys if d not in values else values[d] & keys
+                        if not values[d]:
+                            return True
+        return False
 
     def _literals(self, atoms, key):
         """The finite value set of the conjunction, or None if it has none."""
@@ -449,14 +492,15 @@ class Normalizer:
         # dependent schemas that test one property d against values (the tagged-union
         # idiom again): decide them together by d's value, so each is true or false
         groups = {}
+        pure = {}
         for i, (name, reqs, sub) in enumerate(entries):
             if sub is not None:
-                t = self._discriminator_test(sub)
-                if t is not None:
-                    groups.setdefault(t[0], []).append((i,) + t[1:])
+                for t in self._discriminator_tests(sub):
+                    groups.setdefault(t[0], []).append((i,) + t[1:4])
+                    pure[i, t[0]] = t[4]
         outer = [(None, {}, set(), set())]   # (case schema, entry -> truth, present, absent)
         if groups:
-            d, tests = max(groups.items(), key=lambda kv: len(kv[1]))
+            d, tests = max(groups.items(), key=lambda kv: (len(kv[1]), kv[0]))
             if len(tests) >= 2:
                 values, seen = [], set()
                 for _, vals, _, _ in tests:
@@ -483,7 +527,8 @@ class Normalizer:
                     if not truth[i]:
                         forced_absent.add(name)  # present would need a false schema
                         continue
-                    sub = None
+                    if pure[i, d]:
+                        sub = None  # the test on d was all of it
                 if not reqs and sub is None:
                     continue  # no constraint
                 ents.append((name, reqs, sub))
@@ -521,27 +566,28 @@ class Normalizer:
     def _dispatch(self, atoms):
         """The tagged-union idiom as one split: alternatives, or None if it does not apply.
 
-        Two or more pending ``if``/``then``/``else`` whose ``if`` only tests one
+        Two or more pending ``if``/``then``/``else`` whose ``if`` tests one
         property ``d`` against a finite value set (``properties: {d: {const or
-        enum}}``, optionally ``required: [d]`` and ``type: object``) are decided
-        together: the cases are non-objects, objects without ``d``, objects
-        whose ``d`` is each value named by some ``if``, and objects whose ``d``
-        is none of them.  In each case every such ``if`` is known true or
-        false, so the case takes the ``then`` or ``else`` of each clause: n
-        values give n + 3 cases instead of 2^(number of clauses).
+        enum}}``, maybe ``required: [d]``, ``type: object`` and other keywords)
+        are decided together: the cases are non-objects, objects without
+        ``d``, objects whose ``d`` is each value named by some ``if``, and
+        objects whose ``d`` is none of them.  In each case the test on ``d`` of
+        every such ``if`` is known: false gives the clause's ``else``; true
+        gives its ``then`` when the ``if`` has nothing else (*pure*), and
+        otherwise leaves the clause to an ordinary split (usually one clause
+        per value).  n values give n + 3 cases instead of 2^(clauses).
         """
         groups = {}
         for x in atoms:
             s, p, skip = self.schema(x)
             if not isinstance(s, dict) or "if" not in s or "if" in skip or \
-                    ("then" not in s and "else" not in s):
+                    ("then" not in s and "else" not in s) or UNDISPATCHED in skip:
                 continue
-            t = self._discriminator_test(child(p, "if"))
-            if t is not None:
+            for t in self._discriminator_tests(child(p, "if")):
                 groups.setdefault(t[0], []).append((x, s, p, skip) + t[1:])
         if not groups:
             return None
-        d, clauses = max(groups.items(), key=lambda kv: len(kv[1]))
+        d, clauses = max(groups.items(), key=lambda kv: (len(kv[1]), kv[0]))
         if len(clauses) < 2:
             return None
         values, seen = [], set()
@@ -553,17 +599,17 @@ class Normalizer:
                     values.append(v)
         in_group = {c[0] for c in clauses}
         base = [x for x in atoms if x not in in_group]
-        base += [atom(p, skip | {"if", "then", "else"}) for _, s, p, skip, _, _, _ in clauses]
         doc = self.doc
-        # (case schema, truth of each clause's if)
+        # (case schema, each clause's if in that case: True, False or None: not known)
         cases = [({"type": ["null", "boolean", "number", "string", "array"]},
-                  [not obj_only for *_, obj_only in clauses]),
+                  [c[8] for c in clauses]),
                  ({"type": "object", "properties": {d: False}},
-                  [not req for *_, req, _ in clauses])]
+                  [False if c[5] else True if c[7] else None for c in clauses])]
         for v in values:
             kv = json_key(v)
             cases.append(({"type": "object", "required": [d], "properties": {d: {"const": v}}},
-                          [any(json_key(x) == kv for x in c[4]) for c in clauses]))
+                          [(True if c[7] else None) if any(json_key(x) == kv for x in c[4])
+                           else False for c in clauses]))
         cases.append(({"type": "object", "required": [d],
                        "properties": {d: {"x-cfgmask-not-in": values}}},
                       [False] * len(clauses)))
@@ -572,46 +618,57 @@ class Normalizer:
         for case, truth in cases:
             conj = list(base)
             conj.append(doc.add_synthetic(f"case({json.dumps(case, sort_keys=True)})", case))
-            for (_, s, p, _, _, _, _), yes in zip(clauses, truth):
+            for (x, s, p, skip, *_), yes in zip(clauses, truth):
+                if yes is None:
+                    # the rest of the if decides: an ordinary split (not this dispatch again)
+                    conj.append(atom(p, skip | {UNDISPATCHED}))
+                    continue
+                conj.append(atom(p, skip | {"if", "then", "else"}))
                 branch = "then" if yes else "else"
                 if branch in s:
                     conj.append(child(p, branch))
             alts.extend(self.node(frozenset(conj)).alts)
         return alts
 
-    def _discriminator_test(self, ptr):
-        """``(d, values, required, object_only)`` if the schema at ``ptr`` is exactly
-        "when an object: property d absent (allowed unless required) or in values"."""
+    def _discriminator_tests(self, ptr):
+        """The tests on one property the schema at ``ptr`` contains as a conjunct:
+        ``(d, values, required, object_only, pure, non_object)`` each, meaning "when
+        an object: property d absent (allowed unless required) or in values";
+        ``pure``: the schema is exactly that test; ``non_object``: the schema's
+        answer for every non-object (True, False, or None: it depends)."""
         s = self.doc.get(ptr)
-        if not isinstance(s, dict):
-            return None
+        if not isinstance(s, dict) or "$ref" in s:
+            return []
         props = s.get("properties")
-        if not isinstance(props, dict) or len(props) != 1:
-            return None
-        (d, sub), = props.items()
+        if not isinstance(props, dict):
+            return []
         req = s.get("required", [])
-        if not isinstance(req, list) or any(n != d for n in req):
-            return None
-        obj_only = False
-        if "type" in s:
-            if s["type"] not in ("object", ["object"]):
-                return None
-            obj_only = True
-        if any(kk not in ("properties", "required", "type") and kk not in ANNOTATIONS for kk in s):
-            return None
-        if not isinstance(sub, dict) or not ("const" in sub or "enum" in sub) or \
-                any(kk not in ("const", "enum", "type") and kk not in ANNOTATIONS for kk in sub):
-            return None
-        cands = [sub["const"]] if "const" in sub else sub["enum"]
-        if not isinstance(cands, list):
-            return None
-        sub_ptr = child(ptr, "properties", d)
-        try:
-            values = [v for v in cands if json_type(v) not in ("object", "array") and
-                      self.validator.valid(v, sub_ptr)]
-        except (Unsupported, TypeError):
-            return None
-        return d, values, bool(req), obj_only
+        if not isinstance(req, list):
+            return []
+        obj_only = s.get("type") in ("object", ["object"])
+        others = [kk for kk in s if kk not in ("properties", "required", "type") and
+                  kk not in ANNOTATIONS]
+        if "type" in s and not obj_only:
+            others.append("type")
+        out = []
+        for d, sub in props.items():
+            if not isinstance(sub, dict) or not ("const" in sub or "enum" in sub) or \
+                    any(kk not in ("const", "enum", "type") and kk not in ANNOTATIONS for kk in sub):
+                continue
+            cands = [sub["const"]] if "const" in sub else sub["enum"]
+            if not isinstance(cands, list):
+                continue
+            sub_ptr = child(ptr, "properties", d)
+            try:
+                values = [v for v in cands if json_type(v) not in ("object", "array") and
+                          self.validator.valid(v, sub_ptr)]
+            except (Unsupported, TypeError):
+                continue
+            pure = not others and len(props) == 1 and all(n == d for n in req)
+            non_object = False if obj_only else \
+                True if all(kk in _OBJECT_KW or kk in _DEPENDENCY_KW for kk in others) else None
+            out.append((d, values, d in req, obj_only, pure, non_object))
+        return out
 
     def _cases(self, s, p, k):
         """The cases (lists of atoms) a disjunctive keyword splits into, or None (loosened)."""
