@@ -51,7 +51,7 @@ VOCABS = {"bytes": BYTES, "mixed": MIXED}
 KEYS = ["a", "b", "c", "x1", "x2"]
 STRINGS = ["", "a", "b", "ab", "ba", "x y", "é", '"q"', "\\", "\n", "1.5", "日本", "😀"]
 NUMBERS = [0, 1, -1, 2, 3, 7, 10, 100, -20, 0.5, 1.5, -2.25, 0.0075, 2.5, 3.0, 1e-07, 12.125, 1e20]
-BOUNDS = [-10, -2.5, -1, 0, 0.5, 1, 1.5, 2, 3, 5, 10, 100, 0.0075]
+BOUNDS = [-10, -2.5, -1, 0, 0.5, 1, 1.5, 2, 3, 5, 10, 100, 0.0075, 1e-07, 1e20]
 DIVISORS = [1, 2, 3, 5, 0.5, 0.25, 1.5, 0.01, 0.1]
 # pattern -> the same language as a Python regex searched with re.search (ECMA
 # semantics: '$' only at the very end, '.' excludes the ECMA line terminators).
@@ -197,6 +197,8 @@ class _Gen:
             out["properties"] = {k: self.schema(depth - 1) for k in keys}
         if keys and self.chance(0.6):
             out["required"] = self.rng.sample(keys, self.rng.randint(1, len(keys)))
+        if self.chance(0.1):  # required but not declared
+            out["required"] = sorted(set(out.get("required", [])) | {self.pick(KEYS)})
         if self.chance(0.2):
             out["patternProperties"] = {self.pick(["^x", "b", "^[ac]$"]): self.schema(depth - 1)}
         if self.chance(0.45):
@@ -204,7 +206,8 @@ class _Gen:
                 else self.schema(depth - 1)
         if self.chance(0.15):
             out["propertyNames"] = self.pick([{"maxLength": 1}, {"pattern": "^[a-c]"},
-                                              {"enum": ["a", "x1", "zz"]}, {"minLength": 2}])
+                                              {"enum": ["a", "x1", "zz"]}, {"minLength": 2},
+                                              {"not": {"const": "a"}}, {"const": "b"}])
         if self.chance(0.25):
             out["minProperties"] = self.rng.randint(0, 2)
         if self.chance(0.25):
@@ -212,7 +215,10 @@ class _Gen:
         if keys and self.chance(0.2):
             out["dependentRequired"] = {self.pick(keys): self.rng.sample(KEYS, 1)}
         if keys and self.chance(0.1):
-            out["dependentSchemas"] = {self.pick(keys): {"required": self.rng.sample(KEYS, 1)}}
+            out["dependentSchemas"] = {self.pick(keys): self.pick([
+                {"required": self.rng.sample(KEYS, 1)},
+                {"properties": {self.pick(KEYS): self.typed(0)}},
+                {"maxProperties": self.rng.randint(1, 3)}])}
         return out
 
     def combinator(self, depth):
@@ -234,8 +240,13 @@ class _Gen:
         return out
 
     def ref(self, depth):
+        if self.chance(0.1):
+            return {"$ref": "#"}  # the root: recursion, or a cycle the compiler must refuse
         if self.defs and self.chance(0.3):
-            return {"$ref": "#/$defs/" + self.pick(list(self.defs))}
+            out = {"$ref": "#/$defs/" + self.pick(list(self.defs))}
+            if self.chance(0.3):  # keywords next to $ref apply too (2020-12)
+                out.update(self.typed(0))
+            return out
         name = f"d{len(self.defs)}"
         self.defs[name] = None  # reserved, so that a recursive body can refer to it
         if self.chance(0.4):

@@ -90,3 +90,25 @@ def test_fuzzer_checks_something():
         docs += stats["docs"]
         valid += stats["valid"]
     assert checked >= 30 and docs >= 150 and valid >= 300, (checked, docs, valid)
+
+
+# Holes the fuzzer found (minimal reproducers).
+
+@pytest.mark.parametrize("schema, text, ok", [
+    # seed 930: a const case of a oneOf reached through allOf/$ref was validated against the
+    # whole schema (oneOf included), so it looked empty, the cases looked disjoint, and the
+    # other case kept the value: 1 matched both cases and was accepted
+    ({"allOf": [{"oneOf": [{"const": 1}, {"type": "integer"}]}]}, "1", False),
+    ({"allOf": [{"oneOf": [{"const": 1}, {"type": "integer"}]}]}, "2", True),
+    ({"$ref": "#/$defs/d", "$defs": {"d": {"type": "boolean", "oneOf": [{"enum": [True, {}]}, {}]}}},
+     "true", False),
+    ({"$ref": "#/$defs/d", "$defs": {"d": {"type": "boolean", "oneOf": [{"enum": [True, {}]}, {}]}}},
+     "false", True),
+])
+def test_found_holes(schema, text, ok):
+    from tests.schema_fuzz import BYTES, oracle, parse
+    import cfgmask
+    assert (not oracle(schema)(parse(text))) == ok
+    m = cfgmask.compile(cfgmask.Grammar.from_json_schema(schema), BYTES).matcher()
+    data = text.encode()
+    assert (m.consume_bytes(data) == len(data) and m.is_accepting()) == ok

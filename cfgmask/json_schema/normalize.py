@@ -385,11 +385,16 @@ class Normalizer:
                 cands = [c for c in cands if json_key(c) in keep]
         if cands is None:
             return None
+        # checked against the flattened atoms, in-place references skipped (their targets
+        # are atoms of their own, with the keywords a split has handled): ``key`` may hold
+        # an allOf/$ref whose target's oneOf is being split, and validating that in full
+        # would drop the value from its own case (hole: allOf [oneOf [const 1, integer]])
+        flat = frozenset(atom(*_with(split_atom(a), "x-cfgmask-ptr", "$ref", "allOf")) for a in atoms)
         out = []
         for v in cands:
             if isinstance(v, str) and any(0xD800 <= ord(c) <= 0xDFFF for c in v):
                 continue  # no UTF-8 spelling
-            if self._valid_all(v, key):
+            if self._valid_all(v, flat):
                 out.append(v)
         return out
 
