@@ -79,10 +79,13 @@ static inline int cfg_pool_claim(uint32_t g, int64_t n, int64_t *out) {
 }
 
 static inline void cfg_pool_row_done(void) {
-    pthread_mutex_lock(&cfg_pool.m);
-    if (++cfg_pool.finished == cfg_pool.n && cfg_pool.waiting)
-        pthread_cond_signal(&cfg_pool.done);
-    pthread_mutex_unlock(&cfg_pool.m);
+    /* the lock only for the job's last row: the caller checks `finished` and
+     * goes to sleep under it, so taking it after the increment cannot miss it */
+    if (__atomic_add_fetch(&cfg_pool.finished, 1, __ATOMIC_ACQ_REL) == cfg_pool.n) {
+        pthread_mutex_lock(&cfg_pool.m);
+        if (cfg_pool.waiting) pthread_cond_signal(&cfg_pool.done);
+        pthread_mutex_unlock(&cfg_pool.m);
+    }
 }
 
 static void *cfg_pool_main(void *arg) {
@@ -191,7 +194,7 @@ static int cfg_pool_run(cfg_task_fn fn, void *ctx, int64_t n, int nt) {
     }
     pthread_mutex_lock(&cfg_pool.m);
     cfg_pool.want = 0;              /* a worker waking now has nothing to do: let it sleep */
-    while (cfg_pool.finished < n) {
+    while (__atomic_load_n(&cfg_pool.finished, __ATOMIC_ACQUIRE) < n) {
         cfg_pool.waiting = 1;
         pthread_cond_wait(&cfg_pool.done, &cfg_pool.m);
     }
