@@ -70,8 +70,7 @@ PATTERNS = {
     "\\.": "\\.",
     "^.{2}$": "^" + _DOT + "{2}\\Z",
 }
-# hostname and email are left out: their exact languages are being reworked (issue 24's formats)
-FORMATS = ["date", "ipv4", "uuid", "no-such-format"]
+FORMATS = ["date", "ipv4", "uuid", "hostname", "email", "no-such-format"]
 TYPES = ["null", "boolean", "integer", "number", "string", "array", "object"]
 
 
@@ -303,7 +302,52 @@ def _uuid(s):
     return True
 
 
-_CHECKS = {"date": _date, "ipv4": _ipv4, "uuid": _uuid}
+_LDH_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def _hostname(s):
+    # RFC 1123 labels, 253 in all; documented departure: "--" in positions 3-4 refused
+    labels = s.split(".")
+    return len(s) <= 253 and all(_LDH_LABEL.fullmatch(x) and x[2:4] != "--" for x in labels)
+
+
+_SNUM_QUAD = re.compile(r"(?:25[0-5]|2[0-4][0-9]|[01]?[0-9]{1,2})(?:\.(?:25[0-5]|2[0-4][0-9]|[01]?[0-9]{1,2})){3}")
+
+
+def _smtp_ipv6(s):
+    # RFC 5321 4.1.3: IPv6-full/-comp/v4-full/v4-comp; "::" stands for at least two groups
+    groups = 8
+    if "." in s:
+        head, _, v4 = s.rpartition(":")
+        if not _SNUM_QUAD.fullmatch(v4):
+            return False
+        s, groups = head + ":" if head.endswith(":") else head, 6
+        s = s[:-1] if s.endswith(":") and not s.endswith("::") else s
+    if s.count("::") > 1:
+        return False
+    parts = [x for x in s.split("::") for x in (x.split(":") if x else [])]
+    if not all(re.fullmatch(r"[0-9A-Fa-f]{1,4}", x) for x in parts):
+        return False
+    return len(parts) <= groups - 2 if "::" in s else len(parts) == groups
+
+
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_SUB_DOMAIN = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+
+
+def _email(s):
+    # RFC 5321 4.1.2 Mailbox, its ABNF (documented: no size limits, no General-address-literal)
+    local, at, domain = s.rpartition("@")
+    if not at or not (re.fullmatch(rf"{_ATOM}(?:\.{_ATOM})*", local)
+                      or re.fullmatch(r'"(?:[ !#-\[\]-~]|\\[ -~])*"', local)):
+        return False
+    if domain.startswith("[") and domain.endswith("]"):
+        lit = domain[1:-1]
+        return bool(_SNUM_QUAD.fullmatch(lit)) or (lit.startswith("IPv6:") and _smtp_ipv6(lit[5:]))
+    return bool(re.fullmatch(rf"{_SUB_DOMAIN}(?:\.{_SUB_DOMAIN})*", domain))
+
+
+_CHECKS = {"date": _date, "ipv4": _ipv4, "uuid": _uuid, "hostname": _hostname, "email": _email}
 _VALIDATOR = None
 
 
@@ -434,7 +478,8 @@ def _pool(schema, out=None):
 
 
 _FORMAT_SAMPLES = ["2024-02-29", "2023-02-29", "1.2.3.4", "256.1.1.1", "01.2.3.4",
-                   "123e4567-e89b-12d3-a456-426614174000"]
+                   "123e4567-e89b-12d3-a456-426614174000", "a.b", "a-b.c.d.e", "ab--c", "x@y.z",
+                   "a.b@c", '"a b"@c', "x@[1.2.3.4]", "x@[IPv6:1::2]", "x@[IPv6:::1.2.3.4]"]
 
 
 def random_value(rng, pool, depth=2):
