@@ -713,7 +713,21 @@ def derived(grammar, lexer_spec, memo_key=None):
     return hit
 
 
-def _candidate_keys(grammar, lexer_spec, key=None):
+class _StaleCandidates(Exception):
+    """The candidate list read from the disk cache does not match the derivation."""
+
+
+def _derived_as_listed(grammar, lexer_spec, memo_key, n_keys):
+    """:func:`derived`, checked against the number of candidate digests the caller
+    indexes with (they may come from a ``slice-candidates`` entry that a valid
+    checksum does not prove right)."""
+    got = derived(grammar, lexer_spec, memo_key)
+    if len(got) != n_keys:
+        raise _StaleCandidates()
+    return got
+
+
+def _candidate_keys(grammar, lexer_spec, key=None, rederive=False):
     """``(digests, first bytes)`` of the grammar's candidate slices, without their
     automata when possible: from memory, then from the disk cache (kind
     ``slice-candidates``, a few KB), else by deriving them.  Deriving reads
@@ -732,7 +746,7 @@ def _candidate_keys(grammar, lexer_spec, key=None):
     if key is None:
         key = _terminals_key(grammar)
     memo_key = key["terminals"]     # the rest of the key is this process's code
-    got = _CANDIDATE_KEYS.get(memo_key)
+    got = None if rederive else _CANDIDATE_KEYS.get(memo_key)
     if got is not None:
         return list(got[0]), list(got[1])
     use_disk = not grammar.terminal_automata_prebuilt
@@ -741,16 +755,16 @@ def _candidate_keys(grammar, lexer_spec, key=None):
     hit = _DERIVED.get(memo_key)
     if hit is not None:
         keys, firsts = [c.key() for c in hit], [_first_bytes(c) for c in hit]
-    elif use_disk:
+    elif use_disk and not rederive:
         entry = cache.load("slice-candidates", key, digest, _check_candidates)
         if entry is not None:
             keys = entry[0]["keys"]
             firsts = [bytes.fromhex(f) for f in entry[0]["first_bytes"]]
-    if keys is None:
+    if keys is None or rederive:
         t0 = time.perf_counter()
         cands = derived(grammar, lexer_spec, memo_key)
         keys, firsts = [c.key() for c in cands], [_first_bytes(c) for c in cands]
-        if use_disk and time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
+        if use_disk and (rederive or time.perf_counter() - t0 > cache.PERSIST_ABOVE_S):
             cache.store("slice-candidates", key, {"keys": keys, "first_bytes": [f.hex() for f in firsts]},
                         {}, digest)
     _memo_put(_CANDIDATE_KEYS, memo_key, (tuple(keys), tuple(firsts)), _CANDIDATE_KEYS_SIZE)
@@ -778,6 +792,17 @@ def _memo_put(memo, key, value, size):
 
 
 def for_grammar(grammar, lexer_spec, prepared, **options):
+    """The :class:`SliceTables` of ``grammar`` on a prepared vocabulary (see
+    :func:`_for_grammar`)."""
+    try:
+        return _for_grammar(grammar, lexer_spec, prepared, options, False)
+    except _StaleCandidates:
+        # a slice-candidates entry listed another number of candidates than the
+        # grammar has: derive them and overwrite the entry (once)
+        return _for_grammar(grammar, lexer_spec, prepared, options, True)
+
+
+def _for_grammar(grammar, lexer_spec, prepared, options, rederive):
     """The :class:`SliceTables` of ``grammar`` on a prepared vocabulary.
 
     Three levels, each memoised in memory and kept in the disk cache
@@ -800,7 +825,7 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     from . import cache
     terminals_key = _terminals_key(grammar)
     terminals_memo = terminals_key["terminals"]
-    keys, firsts = _candidate_keys(grammar, lexer_spec, terminals_key)
+    keys, firsts = _candidate_keys(grammar, lexer_spec, terminals_key, rederive)
     V = prepared.vocab.vocab_size
     trie, special = prepared.trie, prepared.token_special
     # Candidates whose first bytes start too few tokens can never be kept (choose
@@ -828,7 +853,7 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
             chosen = got[0]["chosen"]
     if chosen is None:
         t0 = time.perf_counter()
-        candidates = derived(grammar, lexer_spec, terminals_memo)
+        candidates = _derived_as_listed(grammar, lexer_spec, terminals_memo, len(keys))
         chosen, own = choose([candidates[i] for i in viable], trie, special, V,
                              memberships=memberships, **options)
         if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
@@ -848,7 +873,7 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
     if got is not None:
         tables = _from_arrays(got[0], got[1], [keys[i] for i in chosen])
     if tables is None:
-        candidates = derived(grammar, lexer_spec, terminals_memo)
+        candidates = _derived_as_listed(grammar, lexer_spec, terminals_memo, len(keys))
         slices = [candidates[i] for i in chosen]
         if own is None:
             own = _own_sets(slices, trie, special, V, memberships)
