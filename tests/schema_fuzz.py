@@ -577,6 +577,12 @@ def _show(value):
     return dumps(value) if _tame(value) else repr(value)
 
 
+def _accepts(compiled, text):
+    m = compiled.matcher()
+    data = text.encode("utf-8")
+    return m.consume_bytes(data) == len(data) and m.is_accepting()
+
+
 def valid_candidates(rng, schema, errors, docs=(), n=40):
     """Up to ``n`` distinct random values (fresh, or mutated from ``docs``) that the oracle accepts."""
     pool = _pool(schema)
@@ -666,6 +672,11 @@ def check_schema(schema, seed=0, samples=8, candidates=40, compiled_schema=None,
         stats["valid"] += 1
         if text is None:
             problems.append(f"refused a valid instance {_show(value)}")
+        elif escapes == "any" and not text.isascii():
+            # the same value with every non-ASCII character as \u escapes (only strings have them)
+            alt = "".join(ch if ch.isascii() else json.dumps(ch)[1:-1] for ch in text)
+            if not _accepts(c, alt):
+                problems.append(f"refused a valid instance spelled {alt!r} (escapes='any')")
     return "checked", problems, stats
 
 
