@@ -12,9 +12,11 @@ server uses it:
   different states); every step fills all rows in one call (timed) and then
   every row consumes its next token (not timed), for ``--steps`` steps;
 * caches are warm (one untimed replay first), the garbage collector is off;
-* 1 thread and 2 threads replay the same steps, taking turns, ``--trials``
-  times; the table shows the median time per call and the median of the
-  per-trial ratios (2 threads / 1 thread), with their spread (min..max).
+* 1 thread and 2 threads replay the same steps, taking turns; a trial
+  repeats that until each has spent ``--min-trial-seconds`` (0.1 s) in
+  fills, so one time slice lost to another process does not decide it; the
+  table shows, over ``--trials`` trials, the median time per call and the
+  median of the per-trial ratios (2 threads / 1 thread) with their spread.
 
 "busy": the script starts one busy-loop process per CPU it may run on (each
 one ends by itself after ``--busy-seconds``, and the script kills them all
@@ -136,28 +138,36 @@ class Batch:
         return total
 
 
-def measure(batch, trials):
-    """``{"t1", "t2"}`` (median seconds per call) and the per-trial ratios."""
-    batch.replay(1)                 # warm the caches
+def measure(batch, trials, min_trial_seconds=0.1):
+    """``{"t1", "t2"}`` (median seconds per call) and the per-trial ratios.
+
+    A trial replays often enough to spend ``min_trial_seconds`` in fills per
+    thread count, so that one scheduler time slice lost to another process
+    (milliseconds) does not decide a trial's ratio."""
+    warm = batch.replay(1)          # warm the caches
     batch.replay(2)
+    reps = max(1, int(min_trial_seconds / max(batch.replay(1), 1e-6) + 0.999))
     t1s, t2s, ratios = [], [], []
     gc_was = gc.isenabled()
     gc.disable()
     try:
         for i in range(trials):
-            order = (1, 2) if i % 2 == 0 else (2, 1)   # alternate, so drifting load hits both alike
-            got = {n: batch.replay(n) for n in order}
-            t1s.append(got[1] / batch.steps)
-            t2s.append(got[2] / batch.steps)
+            got = {1: 0.0, 2: 0.0}
+            for k in range(reps):
+                order = (1, 2) if (i + k) % 2 == 0 else (2, 1)   # alternate: drifting load hits both alike
+                for n in order:
+                    got[n] += batch.replay(n)
+            t1s.append(got[1] / (batch.steps * reps))
+            t2s.append(got[2] / (batch.steps * reps))
             ratios.append(got[2] / got[1])
     finally:
         if gc_was:
             gc.enable()
-    return {"t1": statistics.median(t1s), "t2": statistics.median(t2s),
+    return {"t1": statistics.median(t1s), "t2": statistics.median(t2s), "reps": reps, "cold_s": warm,
             "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios)}
 
 
-def run(rows_list, settings, steps, trials, busy_seconds):
+def run(rows_list, settings, steps, trials, busy_seconds, min_trial_seconds=0.1):
     compiled, docs = load()
     out = []
     for setting in settings:
@@ -165,9 +175,9 @@ def run(rows_list, settings, steps, trials, busy_seconds):
             batch = Batch(compiled, docs, rows, steps)
             if setting == "busy":
                 with busy_cores(_cpus(), busy_seconds):
-                    res = measure(batch, trials)
+                    res = measure(batch, trials, min_trial_seconds)
             else:
-                res = measure(batch, trials)
+                res = measure(batch, trials, min_trial_seconds)
             res.update(setting=setting, rows=rows, target=TARGETS[setting])
             out.append(res)
             print(_line(res), flush=True)
@@ -190,14 +200,16 @@ def main(argv=None):
     ap.add_argument("--settings", nargs="+", choices=["idle", "busy"], default=["idle", "busy"])
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--trials", type=int, default=9)
+    ap.add_argument("--min-trial-seconds", type=float, default=0.1,
+                    help="fill time per thread count in one trial (replays repeated to reach it)")
     ap.add_argument("--busy-seconds", type=float, default=100.0,
                     help="the busy processes end by themselves after this long")
     ap.add_argument("--json", help="write the raw numbers here")
     a = ap.parse_args(argv)
     print(f"cfgmask {cfgmask.__file__}; {_cpus()} CPUs; SQL grammar, tekken 131k; "
-          f"{a.steps} steps x {a.trials} trials", flush=True)
+          f"{a.steps} steps x {a.trials} trials of >= {a.min_trial_seconds} s", flush=True)
     print(HEADER, flush=True)
-    out = run(a.rows, a.settings, a.steps, a.trials, a.busy_seconds)
+    out = run(a.rows, a.settings, a.steps, a.trials, a.busy_seconds, a.min_trial_seconds)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
