@@ -199,10 +199,29 @@ def check_entry(meta, arrays):
             and (start == np.r_[0, ends[:-1] + 1]).all()
             and int(rhs.max()) < T + N and ends[0] == 1):
         return False
+    return bool((_nullable_of(lhs, rhs, start, ends, T + N) == nullable).all())
+
+
+def _nullable_of(lhs, rhs, start, ends, n_symbols):
+    """``nullable`` recomputed from the flat rules (as ``grammar._nullable``):
+    a fixpoint over whole arrays, a few rounds for real grammars (the depth of
+    the longest chain of nullable rules); past 32 rounds, the linear worklist."""
+    R = len(lhs)
+    lengths = ends - start                  # body symbols per rule
+    rule_of = np.repeat(np.arange(R), lengths + 1)
+    in_body = rhs >= 0
+    syms = np.where(in_body, rhs, 0)
+    null = np.zeros(n_symbols, dtype=np.bool_)
+    for _ in range(32):
+        blocked = np.bincount(rule_of[in_body & ~null[syms]], minlength=R) > 0
+        new = np.zeros(n_symbols, dtype=np.bool_)
+        new[lhs[~blocked]] = True
+        if (new == null).all():
+            return null
+        null = new
     from .grammar import _nullable
-    body = np.split(rhs, ends + 1)[:-1]
-    rules = [(a, b[:-1].tolist()) for a, b in zip(lhs.tolist(), body)]
-    return bool((_nullable(T + N, rules) == nullable).all())
+    rl = rhs.tolist()
+    return _nullable(n_symbols, [(a, rl[s:e]) for a, s, e in zip(lhs.tolist(), start.tolist(), ends.tolist())])
 
 
 def store(key, grammar, used_files):

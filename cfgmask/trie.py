@@ -339,17 +339,25 @@ ARRAYS = ("node_byte", "node_depth", "node_token", "node_subtree_end", "node_fir
 
 def check_forest(node_byte, node_depth, node_token, node_subtree_end, vocab_size):
     """Whether flat pre-order trie arrays (one trie, or a forest of tries laid end
-    to end, each root at depth 0) are safe for the runtime's walk
-    (``_fast/_matcher.pyx``), which indexes with them unchecked:
+    to end, each root at depth 0) are safe for the runtime's walks
+    (``_fast/_matcher.pyx``), which index with them unchecked:
 
     * ``node_byte`` uint8, ``node_depth``, ``node_token``, ``node_subtree_end``
-      int32, all one-dimensional of one length ``n >= 1``, ``n < 2**31``;
+      int32, all one-dimensional of one length ``n``, ``1 <= n < 2**31``;
     * depth 0 at node 0, ``node_depth[i + 1] <= node_depth[i] + 1`` (a walk
-      pushes one byte at a time), no negative depth;
-    * ``node_subtree_end[i]`` is exactly the first ``j > i`` with
-      ``node_depth[j] <= node_depth[i]`` (``n`` if none): the pre-order
-      subtree, so every jump moves forward and stays in ``[0, n]``;
+      pushes one byte at a time and reads the state one level up), no negative
+      depth;
+    * ``i < node_subtree_end[i] <= n`` (every jump moves forward and stays in
+      bounds) and the node jumped to is no deeper than ``i`` (its level's
+      state was pushed on the way down);
+    * node ``j`` ends exactly ``node_depth[j - 1] - node_depth[j] + 1``
+      subtrees (the levels a walk pops there; ``node_depth[n]`` taken as 0);
     * ``node_token`` is -1 or a token id ``< vocab_size``.
+
+    These are linear-time array checks (the exact pre-order, ``_next_le`` of
+    the depths, costs as much as building the trie); a ``node_subtree_end``
+    that meets them but is not the exact pre-order can only mislead a walk,
+    not make it read out of bounds.
     """
     arrs = (node_byte, node_depth, node_token, node_subtree_end)
     if not all(isinstance(a, np.ndarray) and a.ndim == 1 for a in arrs):
@@ -365,7 +373,14 @@ def check_forest(node_byte, node_depth, node_token, node_subtree_end, vocab_size
         return False
     if int(node_token.min()) < -1 or int(node_token.max()) >= vocab_size:
         return False
-    return bool((node_subtree_end == _next_le(node_depth)).all())
+    se = node_subtree_end
+    if int(se.max()) > n or (se <= np.arange(n, dtype=np.int32)).any():
+        return False
+    depth_after = np.append(node_depth, np.int32(0))      # node_depth[n] = 0
+    if (depth_after[se] > node_depth).any():
+        return False
+    ends = np.bincount(se, minlength=n + 1)[1:]
+    return bool((ends == depth_after[:-1] - depth_after[1:] + 1).all())
 
 
 def check_arrays(arrays, vocab_size):
@@ -379,8 +394,8 @@ def check_arrays(arrays, vocab_size):
     * ``token_same_next`` and ``token_node`` int32[vocab_size];
       ``token_same_next[t]`` is -1 or a larger id with the same node (the
       runtime follows the chain unchecked: increasing ids end it);
-      ``token_node[t]`` is -1 or a non-root node whose ``node_token`` is the
-      smallest id of its chain, and every token of a node points back to it.
+      ``token_node[t]`` is -1 or a non-root node whose ``node_token`` is a
+      token id no larger than ``t`` (the head of its chain).
     """
     if set(arrays) != set(ARRAYS):
         return False
@@ -396,16 +411,13 @@ def check_arrays(arrays, vocab_size):
         return False
     if len(fc) != n or len(sn) != V or len(tn) != V:
         return False
-    idx = np.arange(n, dtype=np.int64)
-    if not (fc == np.where(ne > idx + 1, idx + 1, -1)).all():
+    nxt = np.arange(1, n + 1, dtype=np.int32)
+    if not (fc == np.where(ne > nxt, nxt, np.int32(-1))).all():
         return False
-    ids = np.arange(V, dtype=np.int64)
+    ids = np.arange(V, dtype=np.int32)
     if ((sn != -1) & (sn <= ids)).any() or int(sn.max(initial=-1)) >= V:
         return False
     if ((tn != -1) & (tn < 1)).any() or int(tn.max(initial=-1)) >= n:
-        return False
-    has = nt >= 0
-    if not (tn[nt[has]] == idx[has]).all():            # a node's token ends there
         return False
     in_trie = tn >= 0
     head = nt[tn[in_trie]]                            # smallest id of each token's node
