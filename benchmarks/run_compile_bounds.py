@@ -29,11 +29,14 @@ REAL = ["saucectl.schema", "cloudify", "yippee-ki-json_config_schema", "minecraf
         "minecraft-item-modifier"]
 
 
-def tagged_union(n, required=True):
-    """``allOf`` of n if/then clauses on the discriminator ``kind``."""
+def tagged_union(n, required=True, extra=False):
+    """``allOf`` of n if/then clauses on the discriminator ``kind`` (``extra``: each
+    ``if`` also tests a second property)."""
     clauses = []
     for i in range(n):
         cond = {"properties": {"kind": {"const": f"k{i}"}}}
+        if extra:
+            cond["properties"]["x"] = {"type": "integer"}
         if required:
             cond["required"] = ["kind"]
         clauses.append({"if": cond, "then": {"properties": {f"p{i}": {"type": "integer"}},
@@ -42,9 +45,20 @@ def tagged_union(n, required=True):
 
 
 def dependent_required(n):
+    """A cycle: ``a_i`` requires ``a_(i+1)``."""
     props = {f"a{i}": {"type": "integer"} for i in range(n)}
     deps = {f"a{i}": [f"a{(i + 1) % n}"] for i in range(n)}
     return {"type": "object", "properties": props, "dependentRequired": deps}
+
+
+def dependent_required_pairs(n):
+    """n independent ``a_i`` requires ``b_i``: 2^n presence combinations."""
+    props = {}
+    for i in range(n):
+        props[f"a{i}"] = {"type": "integer"}
+        props[f"b{i}"] = {"type": "integer"}
+    return {"type": "object", "properties": props,
+            "dependentRequired": {f"a{i}": [f"b{i}"] for i in range(n)}}
 
 
 def synthetic():
@@ -53,8 +67,11 @@ def synthetic():
         "tagged-union-10": tagged_union(10),
         "tagged-union-17": tagged_union(17),
         "tagged-union-40": tagged_union(40),
+        "tagged-union-17-extra": tagged_union(17, extra=True),
         "dependentRequired-14": dependent_required(14),
         "dependentRequired-30": dependent_required(30),
+        "dependentRequired-pairs-10": dependent_required_pairs(10),
+        "dependentRequired-pairs-14": dependent_required_pairs(14),
         "minItems-1e9": {"type": "array", "minItems": big},
         "maxProperties-1e9": {"type": "object", "maxProperties": big},
         "minContains-1e9": {"type": "array", "contains": {"type": "integer"}, "minContains": big},

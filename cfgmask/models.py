@@ -187,9 +187,9 @@ def check_device(device):
     else:
         try:
             dev = torch.device(device)
-        except (RuntimeError, TypeError, ValueError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ConfigurationError(f"--device {device!r}: not a torch device ({first})") from None
+        except (RuntimeError, TypeError, ValueError):
+            raise ConfigurationError(f"--device {device!r}: not a torch device (cpu, cuda, cuda:1, mps, ...)") \
+                from None
     if dev.type == "cpu":
         return dev
     backend = {"mps": getattr(torch.backends, "mps", None)}.get(dev.type, getattr(torch, dev.type, None))

@@ -20,7 +20,13 @@ How a conjunction becomes alternatives:
    ``not`` written as a disjunction, ``dependentRequired``,
    ``dependentSchemas``, ``dependencies``): *split* on the first one: the
    node is the union of the nodes of the conjunction with one case each
-   (``oneOf``: only if the cases' nodes are provably disjoint);
+   (``oneOf``: only if the cases' nodes are provably disjoint).  Two or more
+   ``if``s testing one property against values (the tagged-union idiom) are
+   split together, once per value (:meth:`Normalizer._dispatch`); the
+   dependency keywords split once per consistent presence assignment
+   (:meth:`Normalizer._dependency_cases`); a conjunction found contradictory
+   is not split further; every node and case is charged to the compile
+   budget (``budget.py``);
 4. otherwise the keywords are independent per JSON type: intersect them into
    at most one alternative per type (:meth:`Normalizer._typed`).
 
@@ -678,7 +684,6 @@ class Normalizer:
     def _cases(self, s, p, k):
         """The cases (lists of atoms) a disjunctive keyword splits into, or None (loosened)."""
         v = s[k]
-        doc = self.doc
         if k in ("anyOf", "oneOf"):
             if not isinstance(v, list) or not v:
                 raise GrammarError(f"JSON schema: {k} at {display(p)} must be a non-empty array",
@@ -697,37 +702,8 @@ class Normalizer:
             yes = [cond] + ([child(p, "then")] if "then" in s else [])
             no = [neg] + ([child(p, "else")] if "else" in s else [])
             return [yes, no]
-        # dependencies: one split per property, cases "absent" and "present + consequences"
-        entries = []
-        if not isinstance(v, dict):
-            raise GrammarError(f"JSON schema: {k} at {display(p)} must be an object",
-                               where=display(p), construct=k)
-        for name, dep in v.items():
-            if k == "dependentRequired" or (k == "dependencies" and isinstance(dep, list)):
-                entries.append((name, list(dep), None))
-            else:
-                entries.append((name, [], child(p, k, name)))
-        if not entries:
-            return [[]]
-        # one property at a time: split on the first, leave the rest to a synthetic atom
-        name, reqs, sub = entries[0]
-        absent = doc.add_synthetic(f"absent({name})", {"properties": {name: False}})
-        present = doc.add_synthetic(f"present({name},{','.join(reqs)})",
-                                    {"required": [name] + list(reqs)})
-        extra = []
-        if len(entries) > 1:
-            # the remaining entries, re-expressed as dependentSchemas/Required on a synthetic schema
-            rest_schema = {"dependentRequired": {}, "dependentSchemas": {}}
-            for n, r, sb in entries[1:]:
-                if sb is None:
-                    rest_schema["dependentRequired"][n] = r
-                else:
-                    rest_schema["dependentSchemas"][n] = {"x-cfgmask-ptr": sb}
-            rest_schema = {kk: vv for kk, vv in rest_schema.items() if vv}
-            extra = [doc.add_synthetic(f"deps({p},{k},{len(entries) - 1})", rest_schema)]
-        yes = [present] + ([sub] if sub is not None else []) + extra
-        no = [absent] + extra
-        return [no, yes]
+        # dependencies (_split passes the rest of the conjunction, for propagation)
+        return self._dependency_cases(s, p, k, [])
 
     def _disjoint_nodes(self, nodes):
         for i in range(len(nodes)):
