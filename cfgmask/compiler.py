@@ -40,8 +40,13 @@ class Limits:
     ``max_cache_bytes``: memory of a compiled grammar's mask caches; past it the
     least recently used entries are evicted before the next fill, and a single
     fill that needs more than twice of it raises.
-    ``max_matcher_bytes``: memory of one matcher's Earley rows (right recursion
-    thousands deep grows them quadratically).
+    ``max_matcher_bytes``: everything one matcher allocates, counted at
+    capacity: its Earley rows and their per-row arrays, the dedup, stamp and
+    Leo tables, the byte stack (the rollback history) and the token list.
+    Not counted: what the compiled grammar shares between matchers (mask
+    caches: ``max_cache_bytes``; lexer states: ``max_lexer_states``; tables,
+    trie and slices), and a fill's few bytes of walk headroom above the stack
+    (counted, never refused).  See docs/reliability.md.
     """
 
     def __init__(self, max_items_per_row=100_000, max_lexer_states=200_000,
@@ -202,7 +207,11 @@ class CompiledGrammar:
         """Fill row ``i`` of ``bitmask`` for ``matchers[i]`` (``None`` rows are left alone).
 
         The rows are filled without the GIL on up to ``n_threads`` threads
-        (default: one per row, at most the CPU count; 1 fills them in order).
+        (default: one per row; never more than the CPUs this process may run
+        on, ``os.sched_getaffinity``; 1 fills them in order).  The threads are
+        a persistent pool that sleeps between batches instead of spinning, so
+        a batch on a machine whose cores are busy costs about what one thread
+        costs (docs/performance.md, "Batch fills").
         Raises :class:`DeadEnd` naming the first row with no allowed token, or
         the first row's error after every row has finished.
         """
