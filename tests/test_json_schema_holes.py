@@ -14,6 +14,7 @@ must agree exactly.
 """
 
 import json
+import warnings
 
 import pytest
 
@@ -204,3 +205,164 @@ def test_in_place_ref_cycles_are_refused_naming_the_cycle(schema, names):
 ])
 def test_acyclic_references_still_compile(schema, good, bad):
     check_exact(schema, good + bad)
+
+
+# ------------------------------------------------------ errors: malformed schemas
+
+def refused(schema, **kw):
+    """The GrammarError compiling ``schema`` raises (any other exception fails the test)."""
+    with pytest.raises(GrammarError) as e:
+        compile_schema(schema, **kw)
+    msg = str(e.value)
+    assert len(msg) <= 1100, len(msg)
+    assert "compiler-written" not in msg and "!0" not in msg, msg
+    return e.value
+
+
+MALFORMED = [
+    ({"type": 5}, "type", "#/type"),
+    ({"type": "strnig"}, "type", "#/type"),
+    ({"type": []}, "type", "#/type"),
+    ({"minimum": "5"}, "minimum", "#/minimum"),
+    ({"maximum": None}, "maximum", "#/maximum"),
+    ({"exclusiveMinimum": "x"}, "exclusiveMinimum", "#/exclusiveMinimum"),
+    ({"required": [1]}, "required", "#/required"),
+    ({"type": "object", "required": "a"}, "required", "#/required"),
+    ({"multipleOf": True}, "multipleOf", "#/multipleOf"),
+    ({"multipleOf": 0}, "multipleOf", "#/multipleOf"),
+    ({"multipleOf": -2}, "multipleOf", "#/multipleOf"),
+    ({"properties": [{"a": 1}]}, "properties", "#/properties"),
+    ({"properties": {"a": 5}}, "properties", "#/properties"),
+    ({"minLength": 1.5}, "minLength", "#/minLength"),
+    ({"minLength": -1}, "minLength", "#/minLength"),
+    ({"maxLength": "5"}, "maxLength", "#/maxLength"),
+    ({"maxItems": True}, "maxItems", "#/maxItems"),
+    ({"minContains": 0.5, "contains": {}}, "minContains", "#/minContains"),
+    ({"if": 5}, "if", "#/if"),
+    ({"not": "x"}, "not", "#/not"),
+    ({"allOf": []}, "allOf", "#/allOf"),
+    ({"anyOf": {"type": "null"}}, "anyOf", "#/anyOf"),
+    ({"oneOf": [5]}, "oneOf", "#/oneOf"),
+    ({"items": 5}, "items", "#/items"),
+    ({"prefixItems": [{}, 3]}, "prefixItems", "#/prefixItems"),
+    ({"enum": {"a": 1}}, "enum", "#/enum"),
+    ({"dependentRequired": {"a": "b"}}, "dependentRequired", "#/dependentRequired"),
+    ({"dependencies": {"a": 5}}, "dependencies", "#/dependencies/a"),
+    ({"uniqueItems": "yes"}, "uniqueItems", "#/uniqueItems"),
+    ({"$ref": 5}, "$ref", "#/$ref"),
+    ({"pattern": 5}, "pattern", "#/pattern"),
+    ({"format": ["date"]}, "format", "#/format"),
+    ({"$vocabulary": ["x"]}, "$vocabulary", "#/$vocabulary"),
+    ({"properties": {"a": {"properties": {"b": {"minLength": "x"}}}}}, "minLength",
+     "#/properties/a/properties/b/minLength"),
+    ({"$defs": {"unused": {"type": 5}}}, "type", "#/$defs/unused/type"),
+    ({"anyOf": [{"type": "null"}, {"maximum": "9"}]}, "maximum", "#/anyOf/1/maximum"),
+    ({"x-cfgmask-ptr": 5}, "x-cfgmask-ptr", "#/x-cfgmask-ptr"),
+]
+
+
+@pytest.mark.parametrize("schema,keyword,pointer", MALFORMED,
+                         ids=[json.dumps(s)[:50] for s, _, _ in MALFORMED])
+def test_invalid_keyword_values_are_refused_naming_keyword_and_pointer(schema, keyword, pointer):
+    e = refused(schema)
+    assert e.construct == keyword, str(e)
+    assert f"{keyword} at {pointer}" in str(e), str(e)
+
+
+def test_integral_floats_are_integers():
+    # the meta-schemas say "integer": 2.0 is one
+    c = compile_bytes(compile_schema({"type": "string", "minLength": 2.0, "maxLength": 3.0}))
+    assert [accepts(c, t) for t in ['"a"', '"ab"', '"abcd"']] == [False, True, False]
+
+
+def _nested(n, wrap, inner):
+    s = inner
+    for _ in range(n):
+        s = wrap(s)
+    return s
+
+
+def _chain(n, kw):
+    defs = {f"a{i}": {kw: [{"$ref": f"#/$defs/a{i + 1}"}, {"const": i}]} for i in range(n)}
+    defs[f"a{n}"] = {"type": "integer"}
+    return {"$defs": defs, "$ref": "#/$defs/a0"}
+
+
+FOREIGN = {
+    # each of these raised TypeError/IndexError/RecursionError/ValueError/KeyError before
+    "not nested 1000 deep": (_nested(1000, lambda s: {"not": s}, {"type": "integer"}), "nesting"),
+    "properties nested 1000 deep": (_nested(1000, lambda s: {"properties": {"a": s}}, True), "nesting"),
+    "items nested 1000 deep": (_nested(1000, lambda s: {"items": s}, True), "nesting"),
+    "anyOf nested 1000 deep": (_nested(1000, lambda s: {"anyOf": [s]}, True), "nesting"),
+    "const nested 1000 deep": ({"const": _nested(1000, lambda v: [v], 1)}, "nesting"),
+    "anyOf chain of 100 $refs": (_chain(100, "anyOf"), "$ref"),
+    "oneOf chain of 100 $refs": (_chain(100, "oneOf"), "$ref"),
+    "maximum 10**4000": ({"type": "integer", "maximum": 10 ** 4000}, "number"),
+    "const with 5,000 digits": ({"const": 10 ** 4999}, "number"),
+    "minimum NaN": ({"minimum": float("nan")}, "number"),
+    "a tuple": ({"enum": (1, 2)}, "schema"),
+    "a non-string key": ({"properties": {1: {}}}, "schema"),
+    "text with 5,000 digits": ('{"const": ' + "9" * 5000 + "}", "schema JSON"),
+    "text nested 100,000 deep": ('{"items":' * 100_000 + "{}" + "}" * 100_000, "schema JSON"),
+}
+
+
+@pytest.mark.parametrize("name", list(FOREIGN))
+def test_malformed_schemas_raise_grammar_error_only(name):
+    schema, construct = FOREIGN[name]
+    e = refused(schema)
+    assert e.construct == construct, str(e)
+    assert "#" in str(e) or construct == "schema JSON"
+
+
+def test_limits_are_named_in_the_messages():
+    e = refused({"maximum": 10 ** 4000})
+    assert "#/maximum" in str(e) and "1000 digits" in str(e)
+    e = refused(_nested(300, lambda s: {"items": s}, True))
+    assert "128 levels" in str(e)
+    e = refused(_chain(100, "anyOf"))
+    assert "limit of 48" in str(e) and "#/$defs/a" in str(e)
+
+
+def test_min_length_1000_compiles_exactly():
+    # reported an automaton-state limit no schema API can raise; now chunked
+    for schema in ({"type": "string", "minLength": 1000},
+                   {"type": "string", "minLength": 1000, "pattern": "^[a-z]+$"}):
+        c = compile_bytes(compile_schema(schema))
+        for n, ok in ((999, False), (1000, True), (1001, True), (1064, True), (3000, True)):
+            assert accepts(c, json.dumps("a" * n)) == ok, (schema, n)
+
+
+def test_min_length_beyond_the_automaton_limit_names_keyword_pointer_and_limit():
+    e = refused({"properties": {"s": {"type": "string", "minLength": 5000, "pattern": "^a"}}})
+    assert e.construct == "minLength", str(e)
+    assert "#/properties/s" in str(e) and "20000" in str(e), str(e)
+    assert "max_states" not in str(e)
+
+
+@pytest.mark.parametrize("schema", [
+    lambda big: {"type": "object", "not": {"const": {"a": big}}},
+    lambda big: {"enum": [big], "pattern": "\\p{L}"},
+])
+def test_huge_literals_give_short_messages(schema):
+    e = refused(schema("x" * 1_000_000))  # was a 1,000,169-character message
+    assert len(str(e)) <= 1100
+    # strict=False: the warning lists the loosened keyword with the value cut short
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        compile_schema(schema("x" * 20_000), strict=False)
+    assert w and all(len(str(x.message)) <= 2000 for x in w)
+
+
+def test_negation_errors_point_into_the_document():
+    e = refused({"properties": {"n": {"not": {"multipleOf": 2}}}})
+    assert e.construct == "multipleOf"
+    assert "#/properties/n/not" in str(e), str(e)
+
+
+def test_vocabulary_is_accepted_and_not_read():
+    # docs/json-schema.md: $vocabulary is read as an annotation; validation keywords always apply
+    schema = {"$vocabulary": {"https://json-schema.org/draft/2020-12/vocab/validation": False},
+              "type": "integer"}
+    c = compile_bytes(compile_schema(schema))
+    assert accepts(c, "3") and not accepts(c, '"x"')

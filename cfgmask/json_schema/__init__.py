@@ -32,6 +32,7 @@ import warnings
 
 from .emit import DEFAULT_ESCAPES, DEFAULT_STYLE, ESCAPES, FLEXIBLE_MAX_RUN, STYLES, Builder
 from .budget import DEFAULT_MAX_WORK, DEFAULT_TIME_LIMIT_S, MAX_COUNT, Budget, active
+from .keywords import bounded_errors
 from .loader import SchemaDoc, read_schema
 from .normalize import PROPERTY_ORDERS, Normalizer
 from .validate import Validator
@@ -56,6 +57,7 @@ class SchemaLoosened(UserWarning):
                          f"the grammar accepts more than the schema: {lines}{more}")
 
 
+@bounded_errors
 def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escapes=DEFAULT_ESCAPES,
                    max_work=DEFAULT_MAX_WORK, time_limit_s=DEFAULT_TIME_LIMIT_S,
                    property_order=DEFAULT_PROPERTY_ORDER):

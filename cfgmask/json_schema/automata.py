@@ -322,6 +322,36 @@ def bounded_string_dfa(lo, hi, quoted=True, canonical=False):
     return dfa, text
 
 
+def min_length_string_dfa(lo, canonical=False):
+    """JSON strings (quotes included) whose value has at least ``lo`` characters.
+
+    The layers of :func:`bounded_string_dfa` up to ``lo``, the last one
+    looping on itself: ``2 + (lo + 1) * k`` states, built directly (the
+    regex ``"C{lo,}"`` would expand ``lo`` NFA copies first).
+    """
+    C = S.json_char(canonical)
+    text = f'"{C}{{{lo},}}"'
+    cached = _lookup(text)
+    if cached is not None:
+        return cached, text
+    gtrans, gfinal = json_char_dfa(canonical)
+    k = gtrans.shape[0]
+    n = 2 + (lo + 1) * k
+    trans = np.full((n, 256), -1, np.int32)
+    trans[0, _QUOTE] = 2
+    for i in range(lo + 1):
+        base = 2 + i * k
+        layer = np.where(gtrans >= 0, gtrans + base, -1)
+        layer = np.where(gtrans == gfinal, 2 + min(i + 1, lo) * k, layer)
+        trans[base:base + k] = layer
+    trans[2 + lo * k, _QUOTE] = 1
+    accepting = np.zeros(n, bool)
+    accepting[1] = True
+    dfa = _finish(trans, accepting, text, minimize=False)
+    remember_dfa(text, dfa)
+    return dfa, text
+
+
 def _char_position_dfa(canonical):
     """JSON strings (quotes included) with the character boundaries marked: state
     0 before the opening quote, 1 after the closing one, ``2 + g`` inside a

@@ -95,7 +95,9 @@ def _compile(text, name, keyword):
     except CompileBudgetExceeded:
         raise  # the compile budget, not this keyword: never loosened
     except GrammarError as e:
-        raise Unsupported(keyword, str(e)) from None
+        # compile_regex's advice ("raise max_states") names a knob the schema API has not
+        why = str(e).replace(", so simplify the pattern or raise max_states", "")
+        raise Unsupported(keyword, why) from None
 
 
 def string_dfa(st, norm, pins, canonical=False):
@@ -129,25 +131,38 @@ def string_dfa(st, norm, pins, canonical=False):
                 count_to, hi = hi, None
         if hi is None:
             if lo > 0:
-                text = f'"{S.json_char(canonical)}{{{lo},}}"'
-                positives.append((compile_regex(text, name="string length"), text))
+                # one layer of the character automaton per character counted
+                n = 2 + (lo + 1) * A.json_char_dfa(canonical)[0].shape[0]
+                if n > A.MAX_STATES:
+                    raise Unsupported("minLength", f"minLength {lo} next to a pattern, a format or "
+                                      f"another string needs a {n}-state automaton, more than the "
+                                      f"limit of {A.MAX_STATES} states (alone it is chunked)")
+                positives.append(A.min_length_string_dfa(lo, canonical))
         else:
             positives.append(A.bounded_string_dfa(lo, hi, canonical=canonical))
     if not positives:
         any_text = S.any_string(canonical)
         positives.append((compile_regex(any_text, name="string"), any_text))
-    dfa, text = A.intersect_all([d for d, _ in positives], [t for _, t in positives], pins)
+    try:
+        dfa, text = A.intersect_all([d for d, _ in positives], [t for _, t in positives], pins)
+    except Unsupported as e:  # name the keyword that made the product large
+        kw = "pattern" if st.patterns else "format" if st.formats else \
+            "maxLength" if st.hi is not None else "minLength"
+        raise Unsupported(kw, e.why) from None
     negatives = []
     for pattern, ptr in st.not_patterns:
         t = S.text_regex(S.pattern_to_decoded(pattern), canonical)
-        negatives.append((compile_regex(t, name="pattern"), t))
+        negatives.append((_compile(t, "pattern", "not"), t))
     for f in st.not_formats:
         t = S.text_regex(S.FORMATS[f], canonical)
-        negatives.append((compile_regex(t, name=f"format {f}"), t))
+        negatives.append((_compile(t, f"format {f}", "not"), t))
     if st.excluded:
         negatives.append(A.literal_set_dfa(st.excluded, canonical=canonical))
     for nd, nt in negatives:
-        dfa, text = A.subtract(dfa, text, nd, nt, pins)
+        try:
+            dfa, text = A.subtract(dfa, text, nd, nt, pins)
+        except Unsupported as e:  # a negated pattern, format or const/enum
+            raise Unsupported("not", e.why) from None
     if count_to is not None and not A.is_empty(dfa):
         dfa, text = A.counted_string_dfa(dfa, text, count_to, canonical, pins)
     if dfa.n_states > A.MAX_STATES:
@@ -157,7 +172,8 @@ def string_dfa(st, norm, pins, canonical=False):
 
 
 def needs_chunks(st):
-    return (st.hi is not None and st.hi > MAX_STRING_DFA and not st.patterns and not st.formats
+    long = st.hi > MAX_STRING_DFA if st.hi is not None else st.lo > MAX_STRING_DFA
+    return (long and not st.patterns and not st.formats
             and not st.not_patterns and not st.not_formats and not st.excluded)
 
 
@@ -337,6 +353,8 @@ class Builder:
                 if needs_chunks(alt) and n_strings == 1 and not no_chunk:
                     check_count("maxLength", alt.hi, display(alt.where + "/maxLength"),
                                 MAX_CHUNKED_LENGTH)  # one grammar symbol per 64 characters
+                    check_count("minLength", alt.lo, display(alt.where + "/minLength"),
+                                MAX_CHUNKED_LENGTH)
                     self._chunked(sym, alt.lo, alt.hi)
                     continue
                 try:
@@ -372,14 +390,24 @@ class Builder:
         cur = first
         while True:
             base = CHUNK * k
-            if lo <= base <= hi:
-                self.rule(cur, [quote])
-            lk, hk = max(1, lo - base), min(CHUNK - 1, hi - base)
-            if lk <= hk:
-                d, t = A.bounded_string_dfa(lk, hk, quoted=False, canonical=self.canonical)
+            if hi is None and lo - base < CHUNK:
+                # no upper bound: the last piece is "at least lo - base more characters"
+                r = lo - base
+                if r == 0:
+                    self.rule(cur, [quote])
+                    r = 1
+                t = f"(?:{S.json_char(self.canonical)}){{{r},}}"
                 self.rule(cur, [self.term(t, "CHUNK_LAST"), quote])
-            if CHUNK * (k + 1) > hi:
                 break
+            if hi is not None:
+                if lo <= base <= hi:
+                    self.rule(cur, [quote])
+                lk, hk = max(1, lo - base), min(CHUNK - 1, hi - base)
+                if lk <= hk:
+                    d, t = A.bounded_string_dfa(lk, hk, quoted=False, canonical=self.canonical)
+                    self.rule(cur, [self.term(t, "CHUNK_LAST"), quote])
+                if CHUNK * (k + 1) > hi:
+                    break
             nxt, _ = self.nt(key + (k + 1,), f"chunks_{lo}_{hi}_{k + 1}")
             self.rule(cur, [full, nxt])
             cur = nxt
@@ -462,7 +490,7 @@ class Builder:
         try:
             for pattern, ptr in spec.patterns_in:
                 t = S.text_regex(S.pattern_to_decoded(pattern), self.canonical)
-                positives.append((compile_regex(t, name="pattern"), t))
+                positives.append((_compile(t, "pattern", "patternProperties"), t))
             for nc in spec.names_conjs:
                 positives.append(self._names_dfa(nc))
         except Unsupported as e:
@@ -474,17 +502,27 @@ class Builder:
             if not positives:
                 any_text = S.any_string(self.canonical)
                 positives.append((compile_regex(any_text, name="string"), any_text))
-            dfa, text = A.intersect_all([d for d, _ in positives], [t for _, t in positives], pins)
-            for pattern, ptr in spec.patterns_out:
-                try:
-                    t = S.text_regex(S.pattern_to_decoded(pattern), self.canonical)
-                except Unsupported as e:
-                    self._fail_or_skip(e, "patternProperties")
-                    continue
-                dfa, text = A.subtract(dfa, text, compile_regex(t, name="pattern"), t, pins)
-            if spec.excluded:
-                ex = A.literal_set_dfa(spec.excluded, canonical=self.canonical)
-                dfa, text = A.subtract(dfa, text, ex[0], ex[1], pins)
+            try:
+                dfa, text = A.intersect_all([d for d, _ in positives], [t for _, t in positives],
+                                            pins)
+                for pattern, ptr in spec.patterns_out:
+                    try:
+                        t = S.text_regex(S.pattern_to_decoded(pattern), self.canonical)
+                    except Unsupported as e:
+                        self._fail_or_skip(e, "patternProperties")
+                        continue
+                    dfa, text = A.subtract(dfa, text, _compile(t, "pattern", "patternProperties"),
+                                           t, pins)
+                if spec.excluded:
+                    ex = A.literal_set_dfa(spec.excluded, canonical=self.canonical)
+                    dfa, text = A.subtract(dfa, text, ex[0], ex[1], pins)
+            except Unsupported as e:  # too large a product: refused, or any undeclared key
+                if e.keyword == "string":
+                    e = Unsupported("patternProperties", e.why)
+                self._fail_or_skip(e, "property names")
+                dfa, text = A.literal_set_dfa(spec.excluded, complement=True,
+                                              canonical=self.canonical)
+                pins.append((text, dfa))
         sym = None if A.is_empty(dfa) else self.term(text, "KEY_OTHER")
         cache[ck] = sym
         return sym

@@ -42,6 +42,7 @@ from ..errors import GrammarError
 from . import strings as S
 from .budget import MAX_COUNT, Budget, check_count
 from .errors import Unsupported
+from .keywords import shorten
 from .loader import child, display
 from .numbers import to_decimal
 from .validate import ANNOTATIONS, Validator, json_equal, json_key, json_type, matches_pattern
@@ -206,7 +207,8 @@ class Normalizer:
     # ---- errors
     def fail(self, keyword, pointer, why):
         """Refuse (strict) or record a loosening; returns only when not strict."""
-        where = display(pointer)
+        where = shorten(display(pointer), 200)
+        why = shorten(str(why), 400)  # a value quoted in full could be megabytes
         if self.strict:
             raise GrammarError(f"JSON schema: {keyword} at {where} cannot be compiled exactly: {why} "
                                f"(strict=False over-approximates it)", where=where, construct=keyword)
@@ -422,6 +424,7 @@ class Normalizer:
     def _split(self, atoms, split):
         a, k = split
         s, p, skip = self.schema(a)
+        self.doc.origin_hint = p  # the cases written below come from here
         rest = [x for x in atoms if x != a]
         done = atom(p, skip | {k} | ({"then", "else"} if k == "if" else set()))
         base = rest + [done]
@@ -850,7 +853,7 @@ class Normalizer:
             if not quiet:
                 self.fail("not", pointer, f"cannot negate {e.keyword}: {e.why}")
             return None
-        return self.doc.add_synthetic(name, neg)
+        return self.doc.add_synthetic(name, neg, source=pointer)
 
     def _negate(self, s, p):
         if s is True:
