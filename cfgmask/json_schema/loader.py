@@ -3,8 +3,11 @@
 Every subschema is named by a *pointer* string: an RFC 6901 JSON pointer
 into the document (``""`` is the root, ``"/properties/a"``), or, for the
 schemas the compiler writes itself (negations, dependency cases), a name
-starting with ``"!"`` followed by a pointer into that synthetic schema.
-Pointers are the identity of subschemas everywhere else in the package.
+``"!<n>@<origin>"`` (``origin``: the URL-quoted pointer of the document
+schema it was written for, which messages show) followed by a pointer into
+that synthetic schema.  Pointers are the identity of subschemas everywhere
+else in the package.  :meth:`SchemaDoc.check_cycles` refuses in-place
+``$ref`` cycles and over-long in-place chains before anything compiles.
 
 Drafts: ``$schema`` selects draft-04, -06, -07, 2019-09 or 2020-12; without
 it the document is read as 2020-12 (what the ``jsonschema`` package does).
