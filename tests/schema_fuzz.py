@@ -88,6 +88,17 @@ class _Gen:
         return self.rng.random() < p
 
     def schema(self, depth):
+        out = self._schema(depth)
+        if self.chance(0.12):
+            # the same schema behind allOf or $ref: in-place references must not change it
+            if self.chance(0.5):
+                return {"allOf": [out]}
+            name = f"d{len(self.defs)}"
+            self.defs[name] = out
+            return {"$ref": f"#/$defs/{name}"}
+        return out
+
+    def _schema(self, depth):
         r = self.rng.random()
         if depth <= 0 or r < 0.45:
             return self.typed(depth)
