@@ -2,10 +2,11 @@
  *
  * Why not OpenMP: libgomp's idle workers spin before they sleep, and the spin
  * policy (OMP_WAIT_POLICY, GOMP_SPINCOUNT) is read once, when libgomp is first
- * loaded -- often by torch or another extension before us -- so it cannot be
- * set reliably from here.  On a machine whose cores are busy, spinning
- * workers and a master spinning at the barrier took 4-50x the time of one
- * thread (docs/performance.md, "Batch fills").  This pool never spins:
+ * loaded -- torch ships its own libgomp.so.1, and once torch is imported our
+ * NEEDED libgomp.so.1 resolves to that copy -- so it cannot be set reliably
+ * from here.  On a machine whose cores are busy, spinning workers and a
+ * master spinning at the barrier took 3-30x the time of one thread
+ * (docs/performance.md, "Batch fills").  This pool never spins:
  *
  * - idle workers sleep on a condition variable; the caller posts a job,
  *   signals as many workers as it wants, and fills rows itself at once;
