@@ -69,9 +69,11 @@ def _builtin_dir():
     """Where the bundled ``*.lark`` files live (installed package or source tree)."""
     try:
         from importlib.resources import files
-        d = files("cfgmask.grammars")
-        if d.joinpath("json.lark").is_file():
-            return Path(str(d))
+        # a namespace package's files() is a MultiplexedPath, whose str() is not a
+        # path; the child it returns is a real one
+        probe = files("cfgmask.grammars").joinpath("json.lark")
+        if probe.is_file():
+            return Path(str(probe)).parent
     except (ModuleNotFoundError, TypeError):
         pass
     return Path(__file__).resolve().parent.parent / "grammars"

@@ -23,9 +23,13 @@ def byte_vocab():
 
 
 def accepts(compiled, text):
+    import cfgmask
     m = compiled.matcher()
-    for b in text.encode():
-        m.consume(b)
+    try:
+        for b in text.encode():
+            m.consume(b)
+    except cfgmask.TokenRejected:
+        return False
     return m.is_accepting()
 
 
