@@ -73,6 +73,14 @@ def dependent_required_pairs(n):
             "dependentRequired": {f"a{i}": [f"b{i}"] for i in range(n)}}
 
 
+def dependent_required_crossing(n):
+    """n pairs declared as a0..a(n-1) then b0..b(n-1): the object grammar tracks n names."""
+    props = {f"a{i}": {"type": "integer"} for i in range(n)}
+    props.update({f"b{i}": {"type": "integer"} for i in range(n)})
+    return {"type": "object", "properties": props,
+            "dependentRequired": {f"a{i}": [f"b{i}"] for i in range(n)}}
+
+
 def dependent_schemas_dispatch(n):
     """mongodb-atlas-search-index-definition's idiom: a property allowed for some 'type's."""
     props = {"type": {"enum": [f"t{i}" for i in range(n)]}}
@@ -164,17 +172,43 @@ def test_dependencies_are_exact():
     check_exact(draft7, [{}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}])
 
 
+DEP_NAMES = ["a", "b", "c", "d", "e"]
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {n: {} for n in DEP_NAMES},
+     "dependentRequired": {"a": ["c"], "d": ["b"], "e": ["e", "a"]}},
+    {"properties": {n: {} for n in DEP_NAMES}, "additionalProperties": False,
+     "dependentRequired": {"c": ["a", "e"], "b": ["d"], "a": ["b"]}},
+    {"properties": {"a": {}, "b": {}, "c": False, "d": {}}, "required": ["d"],
+     "dependentRequired": {"a": ["c"], "d": ["b"], "b": []}},
+    {"properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"], "q": ["a"], "b": ["zz"]}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "properties": {n: {} for n in DEP_NAMES},
+     "dependencies": {"a": ["b"], "b": {"required": ["c"]}, "e": ["d"]}},
+    {"allOf": [{"properties": {"a": {}, "b": {}}},
+               {"properties": {"c": {}}, "dependentRequired": {"c": ["a"], "a": ["b"]}}],
+     "dependentSchemas": {"b": {"required": ["e"]}}},
+], ids=["forward-back-self", "closed", "forbidden-required", "undeclared", "draft7-mixed", "allOf"])
+def test_tracked_dependencies_are_exact(schema):
+    """dependentRequired among declared properties is tracked by the object grammar."""
+    subsets = [{n: 1 for j, n in enumerate(DEP_NAMES) if m >> j & 1} for m in range(32)]
+    extra = [dict(x, z=1) for x in subsets[:8]] + [1, "s", None]
+    assert check_exact(schema, subsets + extra) >= 5
+
+
 @pytest.mark.parametrize("schema", [dependent_required_cycle(14), dependent_required_cycle(30),
+                                    dependent_required_pairs(14), dependent_required_pairs(30),
                                     dependent_schemas_dispatch(17)],
-                         ids=["cycle14", "cycle30", "dispatch17"])
+                         ids=["cycle14", "cycle30", "pairs14", "pairs30", "dispatch17"])
 def test_dependencies_are_polynomial(schema):
     compile_schema(schema, max_work=20_000, time_limit_s=None)
 
 
-def test_independent_dependencies_are_bounded():
-    # 2^30 presence combinations: compiled or refused by the work counter, never a stall
+def test_crossing_dependencies_are_bounded():
+    # the object grammar tracks up to 30 names at once: 2^30 states, compiled or
+    # refused by the work counter, never a stall
     try:
-        compile_schema(dependent_required_pairs(30), time_limit_s=None)
+        compile_schema(dependent_required_crossing(30), time_limit_s=None)
     except CompileBudgetExceeded as e:
         assert e.construct == "dependentRequired" and "#/dependentRequired" in str(e)
         assert e.limit.startswith("max_work=")

@@ -581,17 +581,30 @@ class Builder:
         members = [[self.key(n), colon, self.value(c, depth + 1)] for n, c, _ in props]
         region_members = [[k, colon, self.value(c, depth + 1)] for k, c in regions]
         n = len(props)
+        # dependentRequired among declared properties (Obj.implies): the state also holds
+        # the later properties that must be present (an earlier one that requires them is)
+        # and those that must be absent (they require an earlier one that is absent)
+        pos = {name: i for i, (name, _, _) in enumerate(props)}
+        needs = {pos[a]: [pos.get(b) for b in bs] for a, bs in getattr(o, "implies", {}).items()
+                 if a in pos}
+        needed_by = {}
+        for a, bs in needs.items():
+            for b in bs:
+                if b is not None:
+                    needed_by.setdefault(b, []).append(a)
 
-        def N_(i, c):
-            s, new = self.nt(("objN", ident, i, c), f"object{ident}_{i}_{c}")
+        def N_(i, c, st=(frozenset(), frozenset())):
+            s, new = self.nt(("objN", ident, i, c, st),
+                             f"object{ident}_{i}_{c}" + (f"_{len(self.nt_names)}" if st[0] or st[1]
+                                                        else ""))
             if new:
-                todo.append((s, i, c))
+                todo.append((s, i, c, st))
             return s
 
         def X(c):
             s, new = self.nt(("objX", ident, c), f"object{ident}_rest_{c}")
             if new:
-                todo.append((s, None, c))
+                todo.append((s, None, c, None))
             return s
 
         todo = []
@@ -600,7 +613,7 @@ class Builder:
         if not new_family:
             return
         while todo:
-            s, i, c = todo.pop()
+            s, i, c, st = todo.pop()
             sep = [comma] if c > 0 else []
             nxt_c = c + 1 if mx is not None else min(c + 1, cap)
             if i is None:
@@ -613,10 +626,17 @@ class Builder:
             if i == n:
                 self.rule(s, [X(c)])
                 continue
-            if mx is None or c + 1 <= mx:
-                self.rule(s, sep + members[i] + [N_(i + 1, nxt_c)])
-            if not props[i][2]:
-                self.rule(s, [N_(i + 1, c)])
+            must, banned = st
+            bs = needs.get(i, ())
+            if (mx is None or c + 1 <= mx) and i not in banned and None not in bs:
+                # present: the later properties it requires must follow (earlier ones were
+                # present, or it would be banned)
+                st1 = (frozenset(x for x in must.union(bs) if x > i), banned - {i})
+                self.rule(s, sep + members[i] + [N_(i + 1, nxt_c, st1)])
+            if not props[i][2] and i not in must:
+                # absent: the later properties that require it must be absent
+                st0 = (must, frozenset(x for x in banned.union(needed_by.get(i, ())) if x > i))
+                self.rule(s, [N_(i + 1, c, st0)])
 
     # ---- arrays
     def _array(self, sym, a, depth):

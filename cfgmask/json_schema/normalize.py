@@ -58,7 +58,7 @@ _STRING_KW = ("minLength", "maxLength", "pattern", "format", "x-cfgmask-not-patt
 _ARRAY_KW = ("items", "prefixItems", "additionalItems", "contains", "minContains",
              "maxContains", "minItems", "maxItems", "uniqueItems")
 _OBJECT_KW = ("properties", "patternProperties", "additionalProperties", "required",
-              "propertyNames", "minProperties", "maxProperties")
+              "propertyNames", "minProperties", "maxProperties", "x-cfgmask-implies")
 _SPLIT_KW = ("anyOf", "oneOf", "if", "not", "dependentRequired", "dependentSchemas",
              "dependencies")
 _HANDLED = frozenset(("type", "enum", "const", "$ref", "allOf", "then", "else",
@@ -151,6 +151,7 @@ class Obj:
         self.props = []          # (name, conj, required)
         self.regions = []        # (KeySpec, conj)
         self.min, self.max = 0, None
+        self.implies = {}        # name -> names that must be present when it is
 
 
 class KeySpec:
@@ -434,7 +435,7 @@ class Normalizer:
             if alts is not None:
                 return alts
         if k in ("dependentRequired", "dependentSchemas", "dependencies"):
-            cases = self._dependency_cases(s, p, k, rest)
+            cases = self._dependency_cases(s, p, k, rest, skip)
         else:
             cases = self._cases(s, p, k)
         if cases is not None:
@@ -473,7 +474,7 @@ class Normalizer:
                 absent.update(n for n, v in props.items() if v is False)
         return present, absent
 
-    def _dependency_cases(self, s, p, k, rest):
+    def _dependency_cases(self, s, p, k, rest, skip=frozenset()):
         """Cases of ``dependentRequired``/``dependentSchemas``/``dependencies``: non-objects,
         and one case per consistent presence assignment of the dependent names.
 
@@ -498,6 +499,25 @@ class Normalizer:
         if not entries:
             return [[]]
         doc = self.doc
+        # name lists whose names are all declared properties: the object grammar tracks
+        # them (Obj.implies, emit.py) instead of a split
+        declared = set()
+        for src, sskip in [(self.schema(x)[0], self.schema(x)[2]) for x in rest] + [(s, skip)]:
+            if isinstance(src, dict):
+                for kw in ("properties", "required"):
+                    if kw not in sskip and isinstance(src.get(kw), (dict, list)):
+                        declared.update(n for n in src[kw] if isinstance(n, str))
+        tracked = {name: list(reqs) for name, reqs, sub in entries
+                   if sub is None and name in declared and all(n in declared for n in reqs)}
+        if tracked:
+            entries = [e for e in entries if not (e[2] is None and e[0] in tracked)]
+            implied = doc.add_synthetic(f"implies({json.dumps(tracked, sort_keys=True)})",
+                                        {"x-cfgmask-implies": tracked})
+            if not entries:
+                return [[implied]]
+            return [c + [implied] for c in self._dependency_cases({k: dict(
+                (n, list(r)) if sb is None else (n, v[n]) for n, r, sb in entries)},
+                p, k, rest, skip)]
         present0, absent0 = self._presence(rest)
         cases = [[doc.add_synthetic("type(non-object)", {"type": ["null", "boolean", "number",
                                                                   "string", "array"]})]]
@@ -1215,6 +1235,11 @@ class Normalizer:
 
     def _object(self, obj, sources):
         names, required, forbidden = [], [], set()
+        for s, p, skip in sources:
+            imp = s.get("x-cfgmask-implies") if "x-cfgmask-implies" not in skip else None
+            if isinstance(imp, dict):
+                for a, bs in imp.items():
+                    obj.implies.setdefault(a, set()).update(bs)
         for s, p, skip in self._in_order(sources, "properties"):
             if "properties" in s and "properties" not in skip:
                 for n in s["properties"]:

@@ -284,7 +284,7 @@ class Validator:
                        if n not in props and not any(matches_pattern(p, n) for p in pats))
         if key == "propertyNames":
             return all(self._sub(n, ptr, "propertyNames") for n in v)
-        if key == "dependentRequired":
+        if key in ("dependentRequired", "x-cfgmask-implies"):
             return all(all(r in v for r in reqs) for n, reqs in val.items() if n in v)
         if key == "dependentSchemas":
             return all(self._sub(v, ptr, key, n) for n in val if n in v)
