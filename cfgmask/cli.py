@@ -554,7 +554,7 @@ def default_threads():
 
     torch's own default is every core, and its OpenMP threads spin-wait for
     each other at every operation: when other processes keep those cores
-    busy, a descheduled thread stalls the rest and a token costs 5-8x what
+    busy, a descheduled thread stalls the rest and a token costs 3-17x what
     it costs on one thread (docs/generation.md, "Torch threads").  So count
     the cores this process may use, take away the 1-minute load average
     (the runnable processes already there), and use what is left, at least
@@ -620,7 +620,7 @@ def _add_model_args(p):
     p.add_argument("--threads", type=_at_least(1), default=None, metavar="N",
                    help=f"torch CPU threads (default: the cores this process may use minus the 1-minute "
                         f"load average, from 1 to {MAX_DEFAULT_THREADS}, so that a busy machine gets 1; "
-                        "torch's own default, every core, ran 6-17x slower per token on a busy "
+                        "torch's own default, every core, ran 3-17x slower per token on a busy "
                         "machine: docs/generation.md)")
     p.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
 
