@@ -348,16 +348,18 @@ def check_forest(node_byte, node_depth, node_token, node_subtree_end, vocab_size
       pushes one byte at a time and reads the state one level up), no negative
       depth;
     * ``i < node_subtree_end[i] <= n`` (every jump moves forward and stays in
-      bounds) and the node jumped to is no deeper than ``i`` (its level's
-      state was pushed on the way down);
+      bounds) and the node jumped to is no deeper than ``i`` (a walk reads the
+      state one level above it, pushed on the way down);
     * node ``j`` ends exactly ``node_depth[j - 1] - node_depth[j] + 1``
       subtrees (the levels a walk pops there; ``node_depth[n]`` taken as 0);
     * ``node_token`` is -1 or a token id ``< vocab_size``.
 
-    These are linear-time array checks (the exact pre-order, ``_next_le`` of
-    the depths, costs as much as building the trie); a ``node_subtree_end``
-    that meets them but is not the exact pre-order can only mislead a walk,
-    not make it read out of bounds.
+    Linear-time array checks (``_next_le`` of the depths costs as much as
+    building the trie), yet they pin ``node_subtree_end`` down exactly: going
+    left to right, the subtrees still open before node ``j`` are one per depth
+    ``0 .. node_depth[j - 1]``; those that may end at ``j`` (started before it,
+    no shallower than it) are exactly the ones the count asks for, so all of
+    them end there, as in the pre-order.
     """
     arrs = (node_byte, node_depth, node_token, node_subtree_end)
     if not all(isinstance(a, np.ndarray) and a.ndim == 1 for a in arrs):
