@@ -543,6 +543,30 @@ def test_grammar_attributes_are_all_checked():
     assert names == set(grammar_cache._ATTR_TYPES) | set(grammar_cache._ARRAY_DTYPES)
 
 
+def test_forest_check_is_the_exact_pre_order():
+    """check_forest's linear conditions accept a node_subtree_end exactly when it
+    is the pre-order one (``_next_le`` of the depths): every depth sequence of up
+    to 5 nodes, every forward node_subtree_end."""
+    import itertools
+    from cfgmask.trie import _next_le, check_forest
+
+    def depth_sequences(n, d=(0,)):
+        if len(d) == n:
+            yield d
+            return
+        for x in range(d[-1] + 2):
+            yield from depth_sequences(n, d + (x,))
+
+    for n in range(1, 6):
+        for d in depth_sequences(n):
+            d = np.array(d, np.int32)
+            exact = tuple(_next_le(d).tolist())
+            for se in itertools.product(*[range(i + 1, n + 1) for i in range(n)]):
+                ok = check_forest(np.zeros(n, np.uint8), d, np.full(n, -1, np.int32),
+                                  np.array(se, np.int32), 1)
+                assert ok == (se == exact), (d, se, exact)
+
+
 def test_lexer_counter_arrays_are_checked():
     """Counted terminals (JSON Schema ``maxLength``) never reach the disk (their
     automata are rebuilt in any process), so the fuzz never sees the counter
