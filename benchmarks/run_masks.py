@@ -45,6 +45,7 @@ Usage::
     python benchmarks/run_masks.py --from-json benchmarks/results/masks.json   # re-render a saved run
     python benchmarks/run_masks.py --grammars sql --tokenizers smollm2 --warm 10   # a quick look
     python benchmarks/run_masks.py --smoke          # 1 cold + 1 warm document each (CI)
+    python benchmarks/run_masks.py --write --plots  # ... and the plots in docs/img (benchmarks/plots.py)
 
 ``--json PATH`` keeps the raw numbers.  Corpora: ``$CFGMASK_CORPORA`` (else
 ``../shared/corpora``); the JavaScript corpus must be materialised first
@@ -162,6 +163,19 @@ def stats_us(ns):
             "p99": float(np.percentile(a, 99)), "max": float(a.max()), "mean": float(a.mean())}
 
 
+# the percentiles kept per engine and phase in the raw results (benchmarks/plots.py draws
+# the latency CDFs from them): compact, and fine enough at the tail
+CDF_PERCENTILES = [0.5] + list(range(1, 100)) + [99.5, 99.9]
+
+
+def cdf_us(ns):
+    """Latencies (µs, 4 significant digits) at ``CDF_PERCENTILES`` of a list of ns (``None`` when empty)."""
+    if not ns:
+        return None
+    q = np.percentile(np.asarray(ns, dtype=np.float64) / 1000.0, CDF_PERCENTILES)
+    return [float(f"{x:.4g}") for x in q]
+
+
 def time_to_first_mask(eng, grammar):
     """``(compile_s, first_mask_s)``: grammar text -> compiled, then matcher + first fill."""
     t0 = time.perf_counter()
@@ -215,6 +229,7 @@ def run_pair(active, grammar, tok, n_cold, n_warm, ttfm_repeats, log=print):
             "first_mask_s": float(np.median([f for _, f in ttfm[e.name]])),
             "ttfm_s": float(np.median(tot)), "ttfm_first_s": tot[0],
             "cold": stats_us(s.ns["cold"]), "warm": stats_us(s.ns["warm"]),
+            "cdf_us": {"cold": cdf_us(s.ns["cold"]), "warm": cdf_us(s.ns["warm"])},
             "consume_mean_us": float(np.mean(s.consume_ns)) / 1000.0 if s.consume_ns else None,
             "refused_in_run": s.refused, "no_eos": s.no_eos, "notes": e.notes(compiled[e.name])}
     return res
@@ -226,7 +241,8 @@ def run(grammars=GRAMMARS, tokenizers=TOKENIZERS, engines=("cfgmask", "llguidanc
     started = time.perf_counter()
     results = {"pairs": [], "skipped": [], "config": {
         "grammars": list(grammars), "tokenizers": list(tokenizers), "engines": list(engines),
-        "cold": n_cold, "warm": n_warm, "ttfm_repeats": ttfm_repeats}}
+        "cold": n_cold, "warm": n_warm, "ttfm_repeats": ttfm_repeats,
+        "cdf_percentiles": CDF_PERCENTILES}}
     for tname in tokenizers:
         t0 = time.perf_counter()
         try:
@@ -473,6 +489,9 @@ def main(argv=None):
                          "the raw results into benchmarks/results/masks.json (only for a full run: all "
                          "grammars and tokenizers, default document counts)")
     ap.add_argument("--write-partial", action="store_true", help="allow --write for any other run")
+    ap.add_argument("--plots", nargs="?", const=os.path.join(ROOT, "docs", "img"), metavar="DIR",
+                    help="also draw the latency CDFs and time to first mask (benchmarks/plots.py; needs "
+                         "matplotlib) into DIR (default docs/img)")
     ap.add_argument("--from-json", metavar="PATH",
                     help="do not measure: render (and --write) the results a --json run saved")
     args = ap.parse_args(argv)
@@ -519,6 +538,9 @@ def main(argv=None):
         doc_blocks.replace_block(PERF_DOC, BLOCK_TABLES, text)
         doc_blocks.replace_block(README, BLOCK_SUMMARY, readme_summary(results, command))
         print(f"wrote {os.path.relpath(PERF_DOC, ROOT)} and {os.path.relpath(README, ROOT)}", file=sys.stderr)
+    if args.plots:
+        from benchmarks import plots
+        plots.write_plots(results, args.plots, log=lambda s: print(s, file=sys.stderr))
     bad = failures(results)
     for b in bad:
         print(f"REPLAY FAILURE: {b}", file=sys.stderr)
