@@ -141,4 +141,5 @@ def json_grammar(whitespace=DEFAULT_WHITESPACE, escapes=DEFAULT_ESCAPES):
 def validate(instance, schema):
     """True iff the parsed JSON ``instance`` is valid under ``schema`` with cfgmask's semantics."""
     doc = SchemaDoc(read_schema(schema))
+    doc.check_cycles()  # a validator would loop on an in-place cycle
     return Validator(doc).valid(instance, "")

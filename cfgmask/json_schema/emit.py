@@ -177,6 +177,13 @@ def needs_chunks(st):
             and not st.not_patterns and not st.not_formats and not st.excluded)
 
 
+def _bound_keyword(num):
+    """The bound whose digits make a range automaton large (for messages)."""
+    def digits(x):
+        return len(x.as_tuple().digits) if x is not None else 0
+    return "maximum" if digits(num.hi) >= digits(num.lo) else "minimum"
+
+
 def number_dfa(num, pins):
     """``(dfa, text)`` of a :class:`~.normalize.Num` alternative, or None if empty."""
     if num.integer:
@@ -184,7 +191,7 @@ def number_dfa(num, pins):
         text = N.integer_range_regex(lo, hi)
         if text is None:
             return None
-        dfa = compile_regex(text, name="integer")
+        dfa = _compile(text, "integer", _bound_keyword(num))
         k = integer_modulus(num.multiple_of) if num.multiple_of else 1
         if k > 1:
             if k > 10_000:
@@ -214,7 +221,7 @@ def number_dfa(num, pins):
     text = N.decimal_range_regex(num.lo, num.lo_excl, num.hi, num.hi_excl)
     if text is None:
         return None
-    dfa = compile_regex(text, name="number")
+    dfa = _compile(text, "number", _bound_keyword(num))
     for m in num.multiple_of:
         sign, digits, exp = m.normalize().as_tuple()
         p_, j = int("".join(map(str, digits))), -exp

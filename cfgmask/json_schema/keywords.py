@@ -21,9 +21,13 @@ from .errors import Unsupported
 # JSON nesting (objects and arrays, const/enum values included) a schema may
 # have: the compiler recurses along it, and deeper would hit Python's stack
 MAX_DEPTH = 128
-# digits of a number anywhere in the schema (integers beyond Python's
-# 4300-digit int/str limit cannot even be printed)
-MAX_NUMBER_DIGITS = 1000
+# digits of a number anywhere in the schema: a double has at most 309, and
+# range automata recurse per digit (integers beyond Python's 4300-digit
+# int/str limit cannot even be printed)
+MAX_NUMBER_DIGITS = 400
+# significant digits of an integer bound (minimum, maximum, ...): a range is a
+# digit automaton, too large past about this many (a float has at most 17)
+MAX_BOUND_DIGITS = 100
 # characters of a value quoted in an error message
 _SHOWN = 60
 
@@ -155,6 +159,12 @@ def check_keywords(root):
                 if isinstance(v, bool) or not isinstance(v, (int, float)):
                     _refuse(k, kp, "a number" + (" (or a draft-04 boolean)"
                                                  if k in _NUMBER_OR_FLAG else ""), v)
+                if isinstance(v, int) and len(str(abs(v)).rstrip("0")) > MAX_BOUND_DIGITS:
+                    raise GrammarError(
+                        f"JSON schema: {k} at {_pointer(kp)} has {len(str(abs(v)).rstrip('0'))} "
+                        f"significant digits; a bound is compiled to a digit automaton and may "
+                        f"have at most {MAX_BOUND_DIGITS} (MAX_BOUND_DIGITS)",
+                        where=_pointer(kp), construct=k)
             elif k == "multipleOf":
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
                     _refuse(k, kp, "a number greater than 0", v)
