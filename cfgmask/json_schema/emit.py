@@ -271,6 +271,7 @@ class Builder:
         self.queue = []
         self._puncts = {}
         self._names = set()      # terminal names in use
+        self._name_next = {}     # base name -> the suffix its next terminal tries first
         self._families = {}      # (alternative, depth) -> id of its object/array rules
         self._region_cache = {}
         self._counter = 0
@@ -281,10 +282,13 @@ class Builder:
         if tid is None:
             tid = self.term_ids[text] = len(self.term_names)
             base = name
-            n = 0
+            n = self._name_next.get(base, 0)  # resume: 5,000 KEYs stay linear
+            if n:
+                name = f"{base}_{n}"
             while name in self._names:
                 n += 1
                 name = f"{base}_{n}"
+            self._name_next[base] = n
             self.term_names.append(name)
             self._names.add(name)
             self.term_patterns.append(text)
