@@ -195,7 +195,9 @@ class Session:
             progress(f"torch threads: {threads} ({_threads_reason()}; --threads N to choose)")
         torch.set_num_threads(threads)
         self.device = models.check_device(args.device)
-        self.model, self.tok, self.info = models.load(args.model, device=self.device, progress=progress)
+        # quiet: None also silences transformers' weight-loading progress bar
+        self.model, self.tok, self.info = models.load(args.model, device=self.device,
+                                                      progress=None if quiet else progress)
         self.grammar_src = grammar_src
         emb = self.model.get_output_embeddings()
         width = int(emb.weight.shape[0]) if emb is not None else int(self.model.config.vocab_size)

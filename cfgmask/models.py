@@ -210,12 +210,21 @@ def load(model=None, device="cpu", dtype=None, progress=_stderr_progress):
     """Load ``(model, tokenizer, info)`` for generation; see :func:`resolve_model_dir`.
 
     ``info`` holds ``name``, ``path``, ``load_s`` and ``converted`` (True when
-    this call did the one-time GGUF conversion).
+    this call did the one-time GGUF conversion).  ``progress=None`` is quiet:
+    transformers' own progress bars are off for the call too.
     """
     transformers = _need_transformers()
+    if progress is None:
+        from transformers.utils import logging as hf_logging
+        if hf_logging.is_progress_bar_enabled():
+            hf_logging.disable_progress_bar()
+            try:
+                return load(model, device, dtype, progress=lambda msg: None)
+            finally:
+                hf_logging.enable_progress_bar()
+    progress = progress or (lambda msg: None)
     import torch
     _offline_env()
-    progress = progress or (lambda msg: None)
     device = check_device(device)
     t0 = time.perf_counter()
     path = None if model is None else Path(model).expanduser()

@@ -137,6 +137,16 @@ def test_generate_forced_output(tiny_model_dir, tmp_path, capsys):
     assert "ms/token" in err
 
 
+def test_generate_quiet_prints_nothing_on_stderr(tiny_model_dir, tmp_path, capsys):
+    """-q: no progress, no timing, and no transformers weight-loading bar (it printed one)."""
+    g = tmp_path / "fixed.lark"
+    g.write_text('start: "hello, world"\n')
+    rc, out, err = run(capsys, "generate", "-q", "--model", str(tiny_model_dir), "--grammar", str(g),
+                       "--max-new-tokens", "20", "--threads", "1", "say hi")
+    assert rc == 0 and out == "hello, world\n"
+    assert err == "", err
+
+
 def test_generate_reports_forced_tokens(tiny_model_dir, tmp_path, capsys):
     """A grammar with one document is all forced: no model call after the prompt; the step path samples."""
     g = tmp_path / "fixed.lark"
