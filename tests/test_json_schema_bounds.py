@@ -204,6 +204,29 @@ def test_dependencies_are_polynomial(schema):
     compile_schema(schema, max_work=20_000, time_limit_s=None)
 
 
+@pytest.mark.parametrize("schema", [
+    {"properties": {n: {} for n in DEP_NAMES},
+     "allOf": [{"if": {"required": ["a"]}, "then": {"required": ["b", "c"]}},
+               {"if": {"required": ["d"], "type": "object"}, "then": {"required": ["a"]}}]},
+    {"allOf": [{"if": {"required": ["a"]}, "then": {"required": ["z"]}},
+               {"if": {"required": ["e"]}, "then": {"required": []}}]},
+    {"type": "object", "properties": {"a": {}}, "if": {"required": ["a"]},
+     "then": {"required": ["q"]}},
+], ids=["declared", "undeclared", "unknown-consequent"])
+def test_if_required_then_required_is_exact(schema):
+    """``if: {required: [a]}, then: {required: bs}`` is read as dependentRequired {a: bs}."""
+    subsets = [{n: 1 for j, n in enumerate(DEP_NAMES) if m >> j & 1} for m in range(32)]
+    extra = [dict(x, z=1) for x in subsets[:8]] + [1, "s", None, []]
+    assert check_exact(schema, subsets + extra) >= 5
+
+
+def test_if_required_chain_is_polynomial():
+    schema = {"type": "object", "properties": {f"{c}{i}": {} for i in range(30) for c in "ab"},
+              "allOf": [{"if": {"required": [f"a{i}"]}, "then": {"required": [f"b{i}"]}}
+                        for i in range(30)]}
+    compile_schema(schema, max_work=20_000, time_limit_s=None)
+
+
 def test_crossing_dependencies_are_bounded():
     # the object grammar tracks up to 30 names at once: 2^30 states, compiled or
     # refused by the work counter, never a stall

@@ -436,6 +436,11 @@ class Normalizer:
                 return alts
         if k in ("dependentRequired", "dependentSchemas", "dependencies"):
             cases = self._dependency_cases(s, p, k, rest, skip)
+        elif k == "if" and self._requires_if_present(s) is not None:
+            # "if a is present then bs are required": dependentRequired {a: bs}
+            a_name, reqs = self._requires_if_present(s)
+            dep = {"dependentRequired": {a_name: reqs}}
+            cases = [[self.doc.add_synthetic(f"dep({json.dumps(dep, sort_keys=True)})", dep)]]
         else:
             cases = self._cases(s, p, k)
         if cases is not None:
@@ -663,6 +668,22 @@ class Normalizer:
                     conj.append(child(p, branch))
             alts.extend(self.node(frozenset(conj)).alts)
         return alts
+
+    def _requires_if_present(self, s):
+        """``(a, names)`` if ``s`` is ``if: {required: [a]}`` (maybe ``type: object``),
+        ``then: {required: names}`` and no ``else``; else None."""
+        cond, then = s.get("if"), s.get("then")
+        if "else" in s or not isinstance(cond, dict) or not isinstance(then, dict):
+            return None
+        if any(kk not in ("required", "type") and kk not in ANNOTATIONS for kk in cond) or \
+                cond.get("type", "object") not in ("object", ["object"]) or \
+                any(kk != "required" and kk not in ANNOTATIONS for kk in then):
+            return None
+        req, reqs = cond.get("required"), then.get("required")
+        if not (isinstance(req, list) and len(req) == 1 and isinstance(req[0], str) and
+                isinstance(reqs, list) and all(isinstance(n, str) for n in reqs)):
+            return None
+        return req[0], list(reqs)
 
     def _discriminator_tests(self, ptr):
         """The tests on one property the schema at ``ptr`` contains as a conjunct:
