@@ -439,6 +439,20 @@ def parse(text):
 _CLOSERS = {ord(c): 6.0 for c in '"]},:'}
 
 
+class MaskMismatch(Exception):
+    """A multi-byte token's mask bit disagrees with feeding its bytes one at a time."""
+
+
+def _check_pieces(m, allowed):
+    # the mask of a multi-byte token must say what its bytes, fed as 1-byte tokens, say
+    for i, piece in enumerate(_PIECES, 256):
+        mm = m.copy()
+        ok = all(mm.try_consume(b) for b in piece)
+        if ok != (i in allowed):
+            raise MaskMismatch(f"after {m.prefix!r}: token {piece!r} is {'' if i in allowed else 'not '}"
+                               f"in the mask but its bytes are {'' if ok else 'not '}accepted")
+
+
 def sample(compiled, rng, max_bytes=300, stop=0.3):
     """A document drawn under the masks, or None when it ran past ``max_bytes``.
 
@@ -450,6 +464,8 @@ def sample(compiled, rng, max_bytes=300, stop=0.3):
         allowed = m.allowed_tokens().tolist()
         if not allowed:
             raise DeadEnd(f"empty mask after {m.prefix!r}")
+        if compiled.vocab is MIXED:
+            _check_pieces(m, set(allowed))
         if eos in allowed and (rng.random() < stop or len(allowed) == 1):
             return m.prefix.decode("utf-8")
         choices = [t for t in allowed if t != eos]
@@ -650,6 +666,9 @@ def check_schema(schema, seed=0, samples=8, candidates=40, compiled_schema=None,
             text = sample(c, rng)
         except DeadEnd as e:
             problems.append(f"DeadEnd while sampling: {str(e)[:300]}")
+            break
+        except MaskMismatch as e:
+            problems.append(str(e)[:400])
             break
         if text is None:
             continue
