@@ -370,3 +370,11 @@ def test_vocabulary_is_accepted_and_not_read():
               "type": "integer"}
     c = compile_bytes(compile_schema(schema))
     assert accepts(c, "3") and not accepts(c, '"x"')
+
+
+def test_negation_failures_name_the_keyword_that_cannot_be_negated():
+    e = refused({"if": {"properties": {"a": {"type": "array", "uniqueItems": True}}},
+                 "then": {"required": ["b"]}})
+    assert e.construct == "uniqueItems" and "uniqueItems at #/if" in str(e), str(e)
+    e = refused({"properties": {"q": {"not": {"anyOf": [{"uniqueItems": True}, {"type": "null"}]}}}})
+    assert e.construct == "uniqueItems" and "#/properties/q/not" in str(e), str(e)

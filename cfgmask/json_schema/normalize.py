@@ -203,7 +203,7 @@ class Normalizer:
         self._nodes = {}
         self._building = set()
         self._neg_stack = set()
-        self._neg_failed = set()
+        self._neg_failed = {}    # name -> Unsupported (why the negation cannot be written)
 
     # ---- errors
     def fail(self, keyword, pointer, why):
@@ -880,6 +880,9 @@ class Normalizer:
         if key is not None:
             return key
         if name in self._neg_failed:
+            if not quiet:  # failed quietly before: report it now, never drop silently
+                e = self._neg_failed[name]
+                self.fail(e.keyword, pointer, f"negated (not, if, oneOf): {e.why}")
             return None
         try:
             if pointer in self._neg_stack:
@@ -890,9 +893,10 @@ class Normalizer:
             finally:
                 self._neg_stack.discard(pointer)
         except Unsupported as e:
-            self._neg_failed.add(name)
+            self._neg_failed[name] = e
             if not quiet:
-                self.fail("not", pointer, f"cannot negate {e.keyword}: {e.why}")
+                # the keyword that cannot be negated, not "not": the user has to change it
+                self.fail(e.keyword, pointer, f"negated (not, if, oneOf): {e.why}")
             return None
         return self.doc.add_synthetic(name, neg, source=pointer)
 
@@ -1007,6 +1011,9 @@ class Normalizer:
     def _negate_ptr(self, pointer):
         a = self.negation(pointer, quiet=True)
         if a is None:
+            e = self._neg_failed.get(f"not({pointer})")
+            if e is not None:  # pass the real keyword and reason up
+                raise Unsupported(e.keyword, e.why)
             raise Unsupported("not", f"cannot negate {display(pointer)}")
         return {"x-cfgmask-ptr": a}
 
