@@ -378,3 +378,58 @@ def test_negation_failures_name_the_keyword_that_cannot_be_negated():
     assert e.construct == "uniqueItems" and "uniqueItems at #/if" in str(e), str(e)
     e = refused({"properties": {"q": {"not": {"anyOf": [{"uniqueItems": True}, {"type": "null"}]}}}})
     assert e.construct == "uniqueItems" and "#/properties/q/not" in str(e), str(e)
+
+
+# ------------------------------------------ random negations, every JSON type
+
+_VALUES = [None, True, False, 0, 3, 7, -2, 4.5, "", "x", "abc", [], [1], ["x", 2], [1, 2, 3], {},
+           {"a": 1}, {"a": "x", "b": 2}]
+
+
+def _random_schema(rng, depth=0):
+    """Small schemas of type-specific keywords under not / if / oneOf / anyOf / allOf."""
+    if depth > 2 or rng.random() < 0.35:
+        s = {}
+        for _ in range(rng.randint(1, 2)):
+            s.update(rng.choice([
+                {"minimum": rng.randint(0, 6)}, {"maximum": rng.randint(0, 6)},
+                {"exclusiveMaximum": 4}, {"multipleOf": rng.choice([1, 2, 0.5])},
+                {"minLength": rng.randint(0, 3)}, {"maxLength": rng.randint(0, 3)},
+                {"pattern": rng.choice(["^a", "b", "[^\\s\\S]", "x$"])},
+                {"items": {"type": "integer"}}, {"contains": {"type": "string"}},
+                {"minItems": rng.randint(0, 2)}, {"maxItems": 1}, {"required": ["a"]},
+                {"properties": {"a": {"type": "integer"}}}, {"minProperties": 1},
+                {"maxProperties": 1}, {"const": rng.choice(_VALUES)},
+                {"type": rng.choice(["null", "boolean", "integer", "number", "string", "array",
+                                     "object"])}]))
+        return s
+    k = rng.choice(["not", "anyOf", "oneOf", "if", "allOf"])
+    if k == "not":
+        return {"not": _random_schema(rng, depth + 1)}
+    if k == "if":
+        s = {"if": _random_schema(rng, depth + 1)}
+        for branch in ("then", "else"):
+            if rng.random() < 0.8:
+                s[branch] = _random_schema(rng, depth + 1)
+        return s
+    return {k: [_random_schema(rng, depth + 1) for _ in range(rng.randint(1, 3))]}
+
+
+def test_random_negations_agree_with_jsonschema():
+    """The previous code got 21 of 95 compiled schemas of this kind wrong (seed 1)."""
+    import random
+
+    from cfgmask.json_schema.serialize import dumps
+    rng = random.Random(1)
+    compiled = 0
+    for _ in range(120):
+        schema = _random_schema(rng)
+        try:
+            c = compile_bytes(compile_schema(schema))
+        except GrammarError:
+            continue
+        compiled += 1
+        for v in _VALUES:
+            text = dumps(v, "compact")
+            assert accepts(c, text) == oracle_valid(text, schema), (schema, v)
+    assert compiled >= 60
