@@ -146,9 +146,7 @@ def string_dfa(st, norm, pins, canonical=False):
     try:
         dfa, text = A.intersect_all([d for d, _ in positives], [t for _, t in positives], pins)
     except Unsupported as e:  # name the keyword that made the product large
-        kw = "pattern" if st.patterns else "format" if st.formats else \
-            "maxLength" if st.hi is not None else "minLength"
-        raise Unsupported(kw, e.why) from None
+        raise Unsupported(_string_keyword(st), e.why) from None
     negatives = []
     for pattern, ptr in st.not_patterns:
         t = S.text_regex(S.pattern_to_decoded(pattern), canonical)
@@ -166,9 +164,18 @@ def string_dfa(st, norm, pins, canonical=False):
     if count_to is not None and not A.is_empty(dfa):
         dfa, text = A.counted_string_dfa(dfa, text, count_to, canonical, pins)
     if dfa.n_states > A.MAX_STATES:
-        raise Unsupported("maxLength" if st.hi is not None else "pattern",
-                          f"the string automaton has {dfa.n_states} states (limit {A.MAX_STATES})")
+        raise Unsupported(_string_keyword(st), f"the string automaton has {dfa.n_states} states "
+                          f"(limit {A.MAX_STATES})")
     return dfa, text
+
+
+def _string_keyword(st):
+    """The keyword to name when a string alternative's automaton is too large."""
+    if st.patterns:
+        return "pattern"
+    if st.formats:
+        return "format"
+    return "maxLength" if st.hi is not None else "minLength" if st.lo else "not"
 
 
 def needs_chunks(st):
