@@ -14,9 +14,18 @@ the parametrisation, e.g. for the CI smoke pass.
 The benchmark configuration is in ``pyproject.toml`` (``--benchmark-disable``
 is in the default options: without ``--benchmark-enable`` every benchmark runs
 once, as a smoke test).
+
+Output (``--benchmark-enable``): one table per benchmark kind x grammar x
+tokenizer (``masks replay · json / smollm2``, ...), its rows the engines, in
+a time unit chosen per table; then a summary of cfgmask / peer ratios of
+the medians.  The defaults set here (``--benchmark-columns=min,median,iqr,
+rounds``, ``--benchmark-sort=name``) give way to any that are passed; any
+``--benchmark-group-by`` other than ``group`` gives pytest-benchmark's own
+grouping and row names.
 """
 
 import os
+import shlex
 import sys
 
 import pytest
@@ -29,6 +38,119 @@ from benchmarks import run_masks  # noqa: E402
 from benchmarks.engines import ENGINES, Tok, Unavailable  # noqa: E402
 
 BENCH_DOCS = int(os.environ.get("CFGMASK_BENCH_DOCS", "10"))
+
+
+# ------------------------------------------------------------ grouped output
+
+ENGINE_PARAMS = ("engine", "eng_name")  # bench_masks.py, bench_json_schema.py
+PEERS = ("llguidance", "xgrammar")
+# what the defaults below replace: pytest-benchmark's ten columns, rows sorted by speed
+DEFAULT_OPTIONS = {"--benchmark-columns": ("benchmark_columns", ["min", "median", "iqr", "rounds"]),
+                   "--benchmark-sort": ("benchmark_sort", "name")}
+
+
+def _given(config, flag):
+    args = list(config.invocation_params.args) + shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    return any(str(a) == flag or str(a).startswith(flag + "=") for a in args)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    # before pytest-benchmark's own pytest_configure (trylast) reads the options
+    if not hasattr(config.option, "benchmark_columns"):
+        return
+    for flag, (dest, value) in DEFAULT_OPTIONS.items():
+        if not _given(config, flag):
+            setattr(config.option, dest, value)
+
+
+def bench_group(nodeid, params):
+    """``(group title, row label)`` of one benchmark: engines of one workload share a group.
+
+    ``benchmarks/bench_masks.py::test_replay[json-smollm2-cfgmask]`` ->
+    ``("masks replay · json / smollm2", "cfgmask")``; a test without an
+    engine parameter is its own row under its function's group.
+    """
+    path, _, func = nodeid.partition("::")
+    mod = os.path.splitext(os.path.basename(path))[0]
+    mod = mod[len("bench_"):] if mod.startswith("bench_") else mod
+    func = func.split("[")[0]
+    func = func[len("test_"):] if func.startswith("test_") else func
+    params = dict(params or {})
+    engine = next((params.pop(k) for k in ENGINE_PARAMS if k in params), None)
+    if engine is None:
+        label = "-".join(str(v) for v in params.values()) or func
+        return f"{mod} {func}", label
+    first = [params.pop(k) for k in ("grammar", "tokenizer", "name") if k in params]
+    where = " / ".join(str(v) for v in first + list(params.values()))
+    return f"{mod} {func} · {where}" if where else f"{mod} {func}", str(engine)
+
+
+def pytest_collection_modifyitems(config, items):
+    # the group travels in the marker, so --benchmark-json records it too
+    for item in items:
+        if "benchmark" not in getattr(item, "fixturenames", ()):
+            continue
+        mark = item.get_closest_marker("benchmark")
+        if mark is not None and "group" in mark.kwargs:
+            continue
+        callspec = getattr(item, "callspec", None)
+        group, _ = bench_group(item.nodeid, callspec.params if callspec else {})
+        item.add_marker(pytest.mark.benchmark(group=group))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_benchmark_group_stats(config, benchmarks, group_by):
+    """Group by the marker's group and name each row by its engine (default ``--benchmark-group-by``)."""
+    if group_by != "group":
+        return None  # pytest-benchmark's own grouping
+    groups = {}
+    for bench in benchmarks:
+        group, label = bench_group(bench["fullname"], bench.get("params"))
+        bench["name"] = label
+        groups.setdefault(bench.get("group") or group, []).append(bench)
+    return sorted(groups.items())
+
+
+def _fmt_s(x):
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x * 1e9:.3g} ns"
+
+
+def ratio_table(groups):
+    """Lines of the cfgmask / peer summary of ``groups`` (``[(title, [bench dict])]``); empty without peers."""
+    rows = []
+    for title, benches in groups:
+        med = {b["name"]: b["median"] for b in benches if b.get("source") in (None, False, "NOW")}
+        if "cfgmask" not in med or not any(p in med for p in PEERS):
+            continue
+        c = med["cfgmask"]
+        cells = [f"{_fmt_s(med[p])}  {c / med[p]:.2f}×" if med.get(p) else "-" for p in PEERS]
+        rows.append([title, _fmt_s(c)] + cells)
+    if not rows:
+        return []
+    head = ["benchmark", "cfgmask"] + [f"{p} (cfgmask/{p})" for p in PEERS]
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
+                              for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+    return (["cfgmask / peer, median per round (below 1: cfgmask is faster; same run, same documents)",
+             fmt(head)] + [fmt(r) for r in rows])
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, config):
+    # after pytest-benchmark's tables (its summary hook is not trylast)
+    session = getattr(config, "_benchmarksession", None)
+    groups = getattr(session, "groups", None)
+    if not groups or getattr(session, "group_by", "group") != "group":
+        return
+    lines = ratio_table(groups)
+    if lines:
+        terminalreporter.write_line("")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def pytest_collect_file(file_path, parent):

@@ -57,6 +57,7 @@ import gc
 import json
 import os
 import platform
+import re
 import shlex
 import sys
 import time
@@ -470,6 +471,12 @@ def readme_summary(results, command):
         summary_table(results)])
 
 
+def dump_results(results, f):
+    """``results`` as indented JSON, each list of numbers (the percentile grids) on one line."""
+    text = json.dumps(results, indent=1, default=str)
+    f.write(re.sub(r"\[\s+([-0-9.eE+,\s]+?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -529,12 +536,12 @@ def main(argv=None):
     print(text)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(results, f, indent=1, default=str)
+            dump_results(results, f)
     if args.write:
         if not args.from_json:
             os.makedirs(os.path.dirname(RAW_RESULTS), exist_ok=True)
             with open(RAW_RESULTS, "w") as f:
-                json.dump(results, f, indent=1, default=str)
+                dump_results(results, f)
         doc_blocks.replace_block(PERF_DOC, BLOCK_TABLES, text)
         doc_blocks.replace_block(README, BLOCK_SUMMARY, readme_summary(results, command))
         print(f"wrote {os.path.relpath(PERF_DOC, ROOT)} and {os.path.relpath(README, ROOT)}", file=sys.stderr)
