@@ -270,6 +270,14 @@ def test_huge_counts_are_refused(schema, keyword, pointer):
     assert e.value.construct == keyword and keyword in msg and pointer in msg and "limit" in msg
 
 
+def test_huge_enum_is_refused():
+    values = [f"{i:06d}-" + "x" * 20 for i in range(30_000)]  # a 700,000-state trie
+    with pytest.raises(GrammarError) as e:
+        compile_schema({"properties": {"e": {"enum": values}}}, max_work=50_000, time_limit_s=None)
+    assert e.value.construct == "enum" and "#/properties/e" in str(e.value)
+    assert "limit (262144)" in str(e.value)
+
+
 def test_irrelevant_huge_counts_compile():
     # no additional properties: at most 2 members, so maxProperties says nothing
     compile_schema({"type": "object", "properties": {"a": {}, "b": {}}, "additionalProperties": False,

@@ -28,7 +28,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..regex import ByteDFA, CountedDFA, _minimize_and_trim, _renumber_bfs, compile_regex, remember_dfa
+from ..regex import (ByteDFA, CountedDFA, _minimize_and_trim, _renumber_bfs, compile_regex, progress,
+                     remember_dfa)
 from . import strings as S
 
 _QUOTE = 0x22
@@ -544,7 +545,11 @@ def _literal_set_dfa(values, complement, canonical):
             node = node.setdefault(c, {})
         node[None] = True
 
+    hook = getattr(progress, "hook", None)  # the JSON Schema compile budget's clock
+
     def build(node):
+        if hook is not None:
+            hook()
         st = new_state(0 if complement else -1)
         member = None in node
         if member != complement:

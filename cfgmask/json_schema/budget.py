@@ -27,6 +27,9 @@ DEFAULT_TIME_LIMIT_S = 8.0
 MAX_COUNT = 10_000
 # a long string without a pattern is one grammar symbol per 64 characters
 MAX_CHUNKED_LENGTH = 1 << 21
+# the strings of an enum/const set are one automaton, about one state per node of their
+# byte trie, a 1 KiB table row each: 10,000 strings of 13 characters are 60,000
+MAX_LITERAL_STATES = 1 << 18
 
 
 class Budget:
@@ -76,9 +79,12 @@ def active(budget):
         regex.progress.hook = old
 
 
-def check_count(keyword, value, where, limit=MAX_COUNT):
+def check_count(keyword, value, where, limit=MAX_COUNT, what=None):
     """Refuse a count that would be unrolled past ``limit`` (``where``: displayed pointer)."""
     if value is not None and value > limit:
+        if what is not None:
+            raise GrammarError(f"JSON schema: {keyword} at {where}: {what}, above the limit "
+                               f"({limit})", where=where, construct=keyword)
         raise GrammarError(f"JSON schema: {keyword} {value} at {where} is above the largest count "
                            f"the grammar unrolls (limit {limit}): it is refused rather than unrolled",
                            where=where, construct=keyword)

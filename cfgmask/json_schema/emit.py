@@ -33,7 +33,7 @@ from ..regex import compile_regex, remember_dfa
 from . import automata as A
 from . import numbers as N
 from . import strings as S
-from .budget import MAX_CHUNKED_LENGTH, check_count
+from .budget import MAX_CHUNKED_LENGTH, MAX_LITERAL_STATES, check_count
 from .errors import Unsupported
 from .loader import display
 from .normalize import integer_modulus
@@ -167,6 +167,19 @@ def string_dfa(st, norm, pins, canonical=False):
         raise Unsupported(_string_keyword(st), f"the string automaton has {dfa.n_states} states "
                           f"(limit {A.MAX_STATES})")
     return dfa, text
+
+
+def _trie_bytes(strs):
+    """Nodes of the byte trie of ``strs``: about the states of their literal automaton."""
+    total, prev = 1, b""
+    for v in sorted({v.encode("utf-8", "surrogatepass") for v in strs}):
+        n = min(len(prev), len(v))
+        i = 0
+        while i < n and prev[i] == v[i]:
+            i += 1
+        total += len(v) - i + 1
+        prev = v
+    return total
 
 
 def _string_keyword(st):
@@ -436,6 +449,9 @@ class Builder:
         strs = [v for v in values if isinstance(v, str)]
         nums = [v for v in values if json_type(v) == "number"]
         if strs:
+            size = _trie_bytes(strs)
+            check_count("enum", size, self.norm.budget.where[1], MAX_LITERAL_STATES,
+                        what=f"{len(strs)} strings whose automaton needs about {size} states")
             dfa, text = A.literal_set_dfa(strs, canonical=self.canonical)
             self.rule(sym, [self.term(text, "LITERAL")])
         if nums:

@@ -400,7 +400,9 @@ class Normalizer:
         # would drop the value from its own case (hole: allOf [oneOf [const 1, integer]])
         flat = frozenset(atom(*_with(split_atom(a), "x-cfgmask-ptr", "$ref", "allOf")) for a in atoms)
         out = []
-        for v in cands:
+        for i, v in enumerate(cands):
+            if i & 1023 == 1023:
+                self.budget.check_time("enum", display(split_atom(atoms[0])[0]))
             if isinstance(v, str) and any(0xD800 <= ord(c) <= 0xDFFF for c in v):
                 continue  # no UTF-8 spelling
             if self._valid_all(v, flat):
