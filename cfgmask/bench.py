@@ -22,9 +22,9 @@ Peers get the same input where they can: llguidance the same Lark text
 (with ``allow_initial_skip``, as cfgmask allows ``%ignore``'d text before
 the first lexeme) or the same schema; XGrammar has no Lark front end, so it
 runs for a JSON Schema and, for the builtin ``json`` grammar, with its own
-builtin JSON grammar.  For a schema both peers get flexible whitespace, a
-superset of any cfgmask whitespace style, so cfgmask's documents stay
-inside their languages.
+builtin JSON grammar.  For a schema every engine gets flexible whitespace
+unless ``whitespace`` says otherwise for cfgmask (the peers keep flexible
+whitespace, a superset of every cfgmask style).
 
 This is a quick look, not the project's benchmark: one process on
 whatever the machine is doing.  Ratios measured in the same run are what
@@ -162,8 +162,10 @@ class _Target:
             self.kind = "schema"
             self.schema = read_schema(Path(schema))
             self.schema_text = json.dumps(self.schema)
-            self.whitespace = whitespace
-            self.label = f"schema {schema}" + (f" ({whitespace} whitespace)" if whitespace else "")
+            # flexible by default: the peers get flexible whitespace too, and a user's documents
+            # are laid out any way
+            self.whitespace = whitespace or "flexible"
+            self.label = f"schema {schema} ({self.whitespace} whitespace)"
             return
         if whitespace is not None:
             raise ConfigurationError("--whitespace is the JSON layout of --schema; it needs --schema")
@@ -386,7 +388,9 @@ def _sampled_docs(eng, compiled, n, seed, max_tokens):
     return docs
 
 
-def _read_docs(paths, tok):
+def _read_docs(paths, tok, strip=False):
+    """``[(path, ids)]``; ``strip``: without surrounding whitespace (a JSON file's final newline
+    is not part of the value a schema grammar describes)."""
     docs = []
     for p in paths:
         path = Path(p)
@@ -395,7 +399,7 @@ def _read_docs(paths, tok):
         except (OSError, UnicodeDecodeError) as e:
             raise ConfigurationError(f"--docs: cannot read {p}: {e.strerror if isinstance(e, OSError) else e}") \
                 from None
-        ids = _encode(tok, text)
+        ids = _encode(tok, text.strip() if strip else text)
         if not ids:
             raise ConfigurationError(f"--docs: {p} is empty")
         docs.append((str(p), ids))
@@ -417,8 +421,10 @@ def compare(grammar=None, *, schema=None, tokenizer=None, docs=None, n=DEFAULT_D
     """Time to first mask and mask latency of cfgmask and the peers on one grammar and tokenizer.
 
     ``grammar``: a ``.lark`` path or builtin name; or ``schema``: a JSON Schema file
-    (``whitespace``: cfgmask's JSON layout).  ``tokenizer``: a Hugging Face
-    tokenizer/model directory or ``.gguf`` file (default: the default model's).
+    (``whitespace``: cfgmask's JSON layout, default ``"flexible"`` as the peers get;
+    document files are read without surrounding whitespace).  ``tokenizer``: a
+    Hugging Face tokenizer/model directory or ``.gguf`` file (default: the
+    default model's).
     ``docs``: document files; without them ``n`` documents are sampled by a
     random walk under cfgmask's mask (``seed``, at most ``max_tokens`` tokens
     each).  ``peers``: names from :data:`PEERS` (default: the installed ones).
@@ -481,7 +487,7 @@ def compare(grammar=None, *, schema=None, tokenizer=None, docs=None, n=DEFAULT_D
     compiled = {e.name: e.compile() for e in active}
     # documents
     if docs:
-        doc_list = _read_docs(docs, tok)
+        doc_list = _read_docs(docs, tok, strip=target.kind == "schema")
         docs_label = f"{len(doc_list)} document file(s)"
     else:
         doc_list = _sampled_docs(cm, compiled["cfgmask"], n, seed, max_tokens)
@@ -493,11 +499,14 @@ def compare(grammar=None, *, schema=None, tokenizer=None, docs=None, n=DEFAULT_D
     for name, ids in doc_list:
         pos = _accepts(cm, compiled["cfgmask"], ids)
         if pos is not None:
-            notes.append(f"{name}: not in the grammar (cfgmask refuses token {pos + 1} of {len(ids)}); left out")
+            at = tok.decode(ids[:pos + 1])[-40:]
+            notes.append(f"{name}: not in the grammar (cfgmask refuses token {pos + 1} of {len(ids)}, "
+                         f"at {at!r}); left out")
             continue
         keep.append((name, ids))
     if not keep:
-        raise ConfigurationError("none of the documents is in the grammar: nothing to measure")
+        raise ConfigurationError("none of the documents is in the grammar: nothing to measure ("
+                                 + "; ".join(notes[:2]) + ")")
     for e in active[1:]:
         r = results[e.name]
         r.refused = [name for name, ids in keep if _accepts(e, compiled[e.name], ids) is not None]

@@ -61,6 +61,20 @@ def test_bench_builtin_grammar_with_docs(tmp_path, capsys):
     assert "2 replayed by every engine" in out or "refused by a peer" in out
 
 
+def test_bench_schema_with_docs(tmp_path, capsys):
+    _default_tokenizer()
+    schema = tmp_path / "person.json"
+    schema.write_text(json.dumps({"type": "object", "required": ["name", "age"],
+                                  "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}}))
+    doc = tmp_path / "ada.json"
+    doc.write_text('{\n  "name": "Ada",\n  "age": 36\n}\n')  # pretty, with a final newline
+    rc, out, err = _run(capsys, ["bench", "--schema", str(schema), "--docs", str(doc)])
+    assert rc == 0, err
+    rows = _rows(out)
+    assert "flexible whitespace" in out
+    assert set(rows) == {"cfgmask", *bench.installed_peers()}
+
+
 def test_bench_sampled_docs_cfgmask_only(capsys):
     _default_tokenizer()
     rc, out, err = _run(capsys, ["bench", "sql", "--n", "2", "--peers", ""])
