@@ -92,11 +92,13 @@ def pytest_collection_modifyitems(config, items):
         if "benchmark" not in getattr(item, "fixturenames", ()):
             continue
         mark = item.get_closest_marker("benchmark")
-        if mark is not None and "group" in mark.kwargs:
+        kwargs = dict(mark.kwargs) if mark is not None else {}
+        if "group" in kwargs:
             continue
         callspec = getattr(item, "callspec", None)
-        group, _ = bench_group(item.nodeid, callspec.params if callspec else {})
-        item.add_marker(pytest.mark.benchmark(group=group))
+        kwargs["group"], _ = bench_group(item.nodeid, callspec.params if callspec else {})
+        # prepended, so that it is the closest marker, keeping the test's own settings
+        item.add_marker(pytest.mark.benchmark(**kwargs), append=False)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -119,6 +121,10 @@ def _fmt_s(x):
     return f"{x * 1e9:.3g} ns"
 
 
+def _ratio(r):
+    return f"{r:.2f}×" if r >= 0.1 else f"{r:.2g}×"  # 0.0012×, not 0.00×
+
+
 def ratio_table(groups):
     """Lines of the cfgmask / peer summary of ``groups`` (``[(title, [bench dict])]``); empty without peers."""
     rows = []
@@ -127,7 +133,7 @@ def ratio_table(groups):
         if "cfgmask" not in med or not any(p in med for p in PEERS):
             continue
         c = med["cfgmask"]
-        cells = [f"{_fmt_s(med[p])}  {c / med[p]:.2f}×" if med.get(p) else "-" for p in PEERS]
+        cells = [f"{_fmt_s(med[p])}  {_ratio(c / med[p])}" if med.get(p) else "-" for p in PEERS]
         rows.append([title, _fmt_s(c)] + cells)
     if not rows:
         return []
@@ -135,7 +141,7 @@ def ratio_table(groups):
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
                               for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-    return (["cfgmask / peer, median per round (below 1: cfgmask is faster; same run, same documents)",
+    return (["cfgmask / peer, median per round (below 1: cfgmask is faster; measured in the same run)",
              fmt(head)] + [fmt(r) for r in rows])
 
 

@@ -556,6 +556,10 @@ def _fmt_us(us):
     return f"{us:.3g} µs" if us < 1000 else f"{us / 1e3:.3g} ms"
 
 
+def _ratio(r):
+    return f"{r:.2f}×" if r >= 0.1 else f"{r:.2g}×"  # 0.0012×, not 0.00×
+
+
 def format_result(res):
     """The table ``cfgmask bench`` prints: one row per engine, peers with cfgmask / peer ratios."""
     c = res.engines[0]
@@ -568,10 +572,10 @@ def format_result(res):
             continue
         cells = [r.name, r.version]
         ttfm = r.ttfm_median_s()
-        cells.append(_fmt_ms(ttfm) + ("" if r is c else f" ({c.ttfm_median_s() / ttfm:.2f}×)"))
+        cells.append(_fmt_ms(ttfm) + ("" if r is c else f" ({_ratio(c.ttfm_median_s() / ttfm)})"))
         for q in quants:
             v = r.percentile_us(q)
-            cells.append(_fmt_us(v) + ("" if r is c or not v else f" ({c.percentile_us(q) / v:.2f}×)"))
+            cells.append(_fmt_us(v) + ("" if r is c or not v else f" ({_ratio(c.percentile_us(q) / v)})"))
         rows.append(cells)
     full = [r for r in rows if len(r) == len(head)]
     widths = [max(len(r[i]) for r in full + [head]) for i in range(len(head))]
