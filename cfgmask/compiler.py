@@ -15,7 +15,9 @@ A :class:`Matcher` is one decoding in progress.  Its methods are the public
 API of DESIGN.md §3.
 """
 
+import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -118,6 +120,17 @@ def compile(grammar, vocab, *, limits=None, progress=None, slices=True):
     turns them off; a dict of :func:`cfgmask.slices.choose` options
     (``min_tokens``, ``min_fraction``, ``max_slices``) tunes them, which tests
     use to force slices onto tiny vocabularies.
+
+    When: by default slices are *lazy* (issue 23): the first masks use the
+    plain forest walk, and the slices are derived on a background thread
+    started by the first mask, then published to every matcher at its next
+    fill (:meth:`CompiledGrammar.wait_slices`).  ``slices="eager"`` derives
+    them before ``compile`` returns (the old behaviour); a dict takes
+    ``"when": "eager" | "lazy" | "manual"`` (manual: only
+    :meth:`~CompiledGrammar.wait_slices` builds them, which tests use to
+    publish them at a chosen point).  The environment variable
+    ``CFGMASK_SLICES`` (``eager``, ``lazy``, ``0``) changes what ``True``
+    means.
     """
     if isinstance(grammar, str):
         grammar = Grammar.from_lark(grammar)
@@ -131,8 +144,11 @@ def compile(grammar, vocab, *, limits=None, progress=None, slices=True):
         raise ConfigurationError(f"limits must be a cfgmask.compiler.Limits, got {type(limits).__name__}")
     if progress is not None and not callable(progress):
         raise ConfigurationError(f"progress must be callable, got {type(progress).__name__}")
-    if not isinstance(slices, (bool, dict)):
-        raise ConfigurationError(f"slices must be True, False or a dict of options, got {type(slices).__name__}")
+    if not (isinstance(slices, (bool, dict)) or (isinstance(slices, str) and slices in _SLICE_WHEN)):
+        raise ConfigurationError(f"slices must be True, False, 'eager', 'lazy' or a dict of options, "
+                                 f"got {slices!r:.40}")
+    if isinstance(slices, dict) and slices.get("when", "lazy") not in _SLICE_WHEN:
+        raise ConfigurationError(f"slices['when'] must be one of {sorted(_SLICE_WHEN)}, got {slices['when']!r:.40}")
     try:
         return CompiledGrammar(grammar, vocab, limits, progress, use_slices=slices)
     except MemoryError as e:
@@ -142,8 +158,40 @@ def compile(grammar, vocab, *, limits=None, progress=None, slices=True):
             f"({e or 'allocation failed'})") from e
 
 
+_SLICE_WHEN = ("eager", "lazy", "manual")
+
+
+def _slice_mode(use_slices):
+    """``(when, choose options)`` of compile's ``slices`` argument; ``when`` is
+    None for no slices."""
+    if use_slices is False:
+        return None, {}
+    if isinstance(use_slices, str):
+        return use_slices, {}
+    if isinstance(use_slices, dict):
+        options = dict(use_slices)
+        return options.pop("when", "lazy"), options
+    env = os.environ.get("CFGMASK_SLICES", "").strip().lower()
+    if env in ("0", "off", "false", "no"):
+        return None, {}
+    return ("eager" if env == "eager" else "lazy"), {}
+
+
 class CompiledGrammar:
-    """A grammar compiled against one vocabulary; create matchers with :meth:`matcher`."""
+    """A grammar compiled against one vocabulary; create matchers with :meth:`matcher`.
+
+    Slices off the critical path: with lazy slices the runtime is first built
+    without them (the plain forest walk), and :meth:`_build_slices` later
+    builds a second :class:`Runtime` over the slice tables and publishes it
+    with one reference store into ``_runtime``.  Readers take no lock: a
+    matcher reads ``_runtime`` once per fill and, when it is not the runtime
+    its core uses, rebinds the core (``MatcherCore.rebind``, under the core's
+    own lock).  Both runtimes share the lexer, the parser and the vocabulary,
+    and a mask never depends on which runtime computed it (tests/test_slices.py,
+    tests/test_slices_lazy.py), so matchers, their copies and batch rows may
+    use either at any time.  ``_runtime`` changes once, from the runtime
+    without slices to the one with them; if the build fails, slices stay off
+    (always correct) and the error is kept in ``slice_error``."""
 
     def __init__(self, grammar, vocab, limits, progress=None, use_slices=True):
         t0 = time.perf_counter()
@@ -166,22 +214,91 @@ class CompiledGrammar:
         self.prepared.first_byte_sets()   # the runtime copies them; read from the cache if there
         t2 = time.perf_counter()
         p = self.prepared
-        self.slices = None
-        if use_slices:
+        when, self._slice_options = _slice_mode(use_slices)
+        self._slices = None
+        self.slice_error = None           # why lazily built slices stayed off, if they did
+        self._slice_lock = threading.Lock()
+        self._slice_done = threading.Event()
+        # 0: to build (lazily); 1: building; 2: published, failed or not wanted
+        self._slice_state = 0 if when in ("lazy", "manual") else 2
+        # the first fill starts the background build (checked on every fill: one attribute)
+        self._slices_pending = when == "lazy"
+        if when == "eager":
             from . import slices as _slices
-            options = use_slices if isinstance(use_slices, dict) else {}
-            self.slices = _slices.for_grammar(grammar, self.lexer_spec, p, **options)
+            self._slices = _slices.for_grammar(grammar, self.lexer_spec, p, **self._slice_options)
+        if self._slice_state == 2:
+            self._slice_done.set()
         t_runtime = time.perf_counter()
-        self._runtime = Runtime(self._dfa, self._cgrammar, self.trie, p.token_bytes_flat,
-                                p.token_offsets, p.token_special, vocab.vocab_size,
-                                vocab.eos_token_ids, grammar.word_boundary,
-                                self.slices, limits.max_cache_bytes)
+        self._runtime = self._new_runtime(self._slices)
         t3 = time.perf_counter()
         # automata: grammar -> terminal automata; tables: lexer and parser tables;
         # trie: the vocabulary's prepared trie (shared); slices; runtime: the C set-up
         self.timings = {"automata_s": t1 - t0, "tables_s": t_parser - t_vocab, "trie_s": t2 - t1,
                         "vocab_s": (t_vocab - t1) + (t2 - t_parser), "slices_s": t_runtime - t2,
                         "runtime_s": t3 - t_runtime, "total_s": t3 - t0}
+
+    def _new_runtime(self, tables):
+        p = self.prepared
+        return Runtime(self._dfa, self._cgrammar, self.trie, p.token_bytes_flat,
+                       p.token_offsets, p.token_special, self.vocab.vocab_size,
+                       self.vocab.eos_token_ids, self.grammar.word_boundary,
+                       tables, self.limits.max_cache_bytes)
+
+    @property
+    def slices(self):
+        """The :class:`cfgmask.slices.SliceTables` in use, or None (slices off, or
+        their build failed: :attr:`slice_error`).  With lazy slices this waits
+        until they are published (building them now if nothing has started)."""
+        if self._slice_state != 2:
+            self.wait_slices()
+        return self._slices
+
+    def slices_ready(self):
+        """True once lazy slices are published (or will never be: off, failed)."""
+        return self._slice_done.is_set()
+
+    def wait_slices(self, timeout=None):
+        """Publish the lazy slices: build them in this thread if no build has
+        started, else wait up to ``timeout`` seconds for the one running.
+        Returns :meth:`slices_ready`."""
+        if self._slice_state == 0:
+            self._build_slices()
+        return self._slice_done.wait(timeout)
+
+    def _start_slices(self):
+        """The first fill's hook: derive the lazy slices on a daemon thread."""
+        self._slices_pending = False
+        with self._slice_lock:
+            if self._slice_state != 0:
+                return
+            self._slice_state = 1
+        threading.Thread(target=self._build_slices, args=(True,), name="cfgmask-slices",
+                         daemon=True).start()
+
+    def _build_slices(self, claimed=False):
+        if not claimed:
+            with self._slice_lock:
+                if self._slice_state != 0:
+                    return
+                self._slice_state = 1
+        self._slices_pending = False
+        t0 = time.perf_counter()
+        try:
+            from . import slices as _slices
+            tables = _slices.for_grammar(self.grammar, self.lexer_spec, self.prepared, **self._slice_options)
+            rt = self._new_runtime(tables)
+            old = self._runtime
+            rt.use_subtree_accept = old.use_subtree_accept
+            self._slices = tables
+            # publication: the runtime is complete and never changes its tables;
+            # matchers pick it up at their next fill (Matcher._fill_runtime)
+            self._runtime = rt
+            self.timings["slices_lazy_s"] = time.perf_counter() - t0
+        except Exception as e:          # fail closed: without slices every mask is still exact
+            self.slice_error = e
+        finally:
+            self._slice_state = 2
+            self._slice_done.set()
 
     @property
     def vocab_size(self):
@@ -223,15 +340,22 @@ class CompiledGrammar:
         arr = _as_int32_rows(bitmask, self.bitmask_words)
         if arr.ndim != 2 or arr.shape[0] < len(matchers):
             raise ConfigurationError(f"bitmask needs shape [>= {len(matchers)}, W], got {arr.shape}")
+        rt = self._runtime
         for i, m in enumerate(matchers):
-            if m is not None and m.compiled is not self:
-                raise ConfigurationError(f"matcher {i} belongs to another compiled grammar")
+            if m is not None:
+                if m.compiled is not self:
+                    raise ConfigurationError(f"matcher {i} belongs to another compiled grammar")
+                if m._rt is not rt:
+                    m._core.rebind(rt)
+                    m._rt = rt
         if n_threads is None:
             n_threads = 0
         n_threads = _token_id(n_threads, "n_threads")
         if n_threads < 0:
             raise ConfigurationError(f"n_threads must be >= 0, got {n_threads}")
         dead = _fill_rows([None if m is None else m._core for m in matchers], arr, n_threads)
+        if self._slices_pending:
+            self._start_slices()
         if dead >= 0:
             core = matchers[dead]._core
             raise DeadEnd(f"row {dead}: no token is allowed after {core.prefix()[-80:]!r}",
@@ -262,12 +386,14 @@ class Matcher:
     first EOS makes the matcher unfinished again).
     """
 
-    def __init__(self, compiled, _core=None, _eos_extra=0):
+    def __init__(self, compiled, _core=None, _eos_extra=0, _rt=None):
         self.compiled = compiled
         if _core is None:
-            _core = MatcherCore(compiled._runtime, Rows(compiled._cgrammar, compiled._dfa))
+            _rt = compiled._runtime
+            _core = MatcherCore(_rt, Rows(compiled._cgrammar, compiled._dfa))
             _core.reset()
         self._core = _core
+        self._rt = _rt            # the runtime the core uses (None: unknown, rebind at the next fill)
         self._words = compiled.bitmask_words
         self._vocab_size = compiled.vocab.vocab_size
         self._eos = frozenset(compiled.vocab.eos_token_ids)
@@ -285,8 +411,15 @@ class Matcher:
         if type(row) is not int:
             row = _token_id(row, "row")
         arr = bitmask if type(bitmask) is np.ndarray else _as_int32_rows(bitmask, self._words)
+        c = self.compiled
+        rt = c._runtime           # read once: lazy slices are published by replacing it
+        if rt is not self._rt:
+            self._core.rebind(rt)
+            self._rt = rt
         # the core checks dtype, shape, strides, writability and the row on every call
         any_allowed = self._core.fill_row(arr, row)
+        if c._slices_pending:
+            c._start_slices()
         if not any_allowed:
             raise DeadEnd(
                 f"no token is allowed after {self._core.prefix()[-80:]!r} "

@@ -130,8 +130,13 @@ class Slice:
 # ---------------------------------------------------------------- derivation
 
 def _prefix_dfa(dfa):
-    """``dfa`` read as a prefix language: every live state accepts."""
-    return _rx.ByteDFA(dfa.trans.copy(), np.ones(dfa.n_states, dtype=np.bool_),
+    """``dfa`` read as a prefix language: every live state accepts.  Shares
+    ``dfa``'s transition table through a read-only view (no slice code writes
+    into a table; a copy per terminal and per run was 2 s and 460 MB that
+    stayed allocated for sql.lark, issue 23)."""
+    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32).view()
+    trans.flags.writeable = False
+    return _rx.ByteDFA(trans, np.ones(dfa.n_states, dtype=np.bool_),
                        pattern=f"prefixes of {dfa.pattern}", name=dfa.name)
 
 
@@ -309,8 +314,14 @@ def _terminal_slices(pattern, class_table, get_dfa):
     if dfa is None or dfa.has_follow_restrictions:
         got = (None, ())
     else:
-        runs = []
+        runs, seen = [], set()
         for ranges, hi in _repeat_classes(pattern):
+            # sql.lark's generated identifier patterns repeat one class thousands
+            # of times: each (class, bound) once (a repeat offers what its first
+            # copy offered, and derive() drops equal slices anyway)
+            if (ranges, hi) in seen:
+                continue
+            seen.add((ranges, hi))
             cls = _class_regex(ranges)
             bounds = [k for k in BOUNDED_RUNS if hi is None or k < hi]
             if hi is not None and hi > 1:
@@ -318,13 +329,29 @@ def _terminal_slices(pattern, class_table, get_dfa):
             variants = ["+"] if hi is None else []
             variants += [f"{{1,{k}}}" for k in bounds]
             for suffix in variants:
-                try:
-                    d = _rx.compile_regex(cls + suffix, name=f"run{suffix}", max_states=4096)
-                except GrammarError:
-                    continue
-                runs.append(((ranges, hi), suffix, Slice(f"run{suffix}", _prefix_dfa(d))))
+                sl = _run_slice(cls, suffix)
+                if sl is not None:
+                    runs.append(((ranges, hi), suffix, sl))
         got = (Slice("P", _prefix_dfa(dfa)), tuple(runs))
     _memo_put(_TERMINAL_SLICES, pattern, got, _TERMINAL_SLICES_SIZE)
+    return got
+
+
+_RUN_SLICES = {}          # (class regex, suffix) -> run Slice or None (refused), shared by all terminals
+
+
+def _run_slice(cls, suffix):
+    """The run slice ``cls + suffix`` (``[a-z]+``, ``[0-9]{1,8}``), memoised: one
+    object (and one digest) however many terminals and grammars offer it."""
+    k = (cls, suffix)
+    if k in _RUN_SLICES:
+        return _RUN_SLICES[k]
+    try:
+        d = _rx.compile_regex(cls + suffix, name=f"run{suffix}", max_states=4096)
+        got = Slice(f"run{suffix}", _prefix_dfa(d))
+    except GrammarError:
+        got = None
+    _memo_put(_RUN_SLICES, k, got, _TERMINAL_SLICES_SIZE)
     return got
 
 

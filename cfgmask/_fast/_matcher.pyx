@@ -1840,6 +1840,28 @@ cdef class MatcherCore:
         finally:
             self._unlock()
 
+    def rebind(self, Runtime rt):
+        """Use ``rt`` for this core's next calls: a runtime of the same lexer,
+        parser and vocabulary (a compile's lexeme slices, published after its
+        first masks; ``cfgmask/compiler.py``).  The byte stack, rows and memo
+        hold lexer states and rows only, which both runtimes share, so nothing
+        else changes; a mask never depends on the runtime that computed it.
+        Taken under the core's lock, so never during a fill."""
+        cdef Runtime old = self.rt
+        if rt is old:
+            return
+        if (rt.dfa is not old.dfa or rt.g is not old.g or rt.words != old.words
+                or rt.n_nodes != old.n_nodes or rt.n_tokens != old.n_tokens
+                or rt.max_depth != old.max_depth or rt.vocab_size != old.vocab_size):
+            raise ValueError("rebind: the runtime belongs to another grammar or vocabulary")
+        with nogil:
+            self._lock()
+        try:
+            self.rt = rt
+        finally:
+            self._unlock()
+        old = None       # the old runtime may be freed here, outside the lock
+
     def copy(self):
         """An independent core in the same state (never the bytes of a fill in progress)."""
         cdef MatcherCore m
