@@ -418,7 +418,7 @@ def _nullable(n_symbols, rules):
 
 
 def _normalise(parser, start, word_boundary, source):
-    """Turn a loaded ``lark.Lark`` into the flat :class:`Grammar` (see module docstring)."""
+    """Turn a loaded grammar (``lark_loader.LoadedGrammar``) into the flat :class:`Grammar`."""
     where = source or "grammar"
     term_defs = {t.name: t for t in parser.terminals}
     ignore = set(parser.ignore_tokens)

@@ -2,25 +2,36 @@
 
 Lark loads a grammar in two steps.  ``lark.load_grammar.load_grammar`` parses
 the text and resolves ``%import``s into a ``lark.load_grammar.Grammar`` (rule
-trees, templates not yet expanded); ``lark.Lark`` then compiles it, and its
-``ApplyTemplates`` step adds one new rule per template instance it meets,
-visiting each new rule's body in turn.  That loop ends only if the set of
-instances is finite: ``t{x}: x | t{t{x}}`` makes ``t{"a"}``, ``t{t{"a"}}``, ...
-forever.
+trees, templates not yet expanded); its ``compile`` then turns that into
+terminal definitions and BNF rules, and its ``ApplyTemplates`` step adds one
+new rule per template instance it meets, visiting each new rule's body in
+turn.  That loop ends only if the set of instances is finite: ``t{x}: x |
+t{t{x}}`` makes ``t{"a"}``, ``t{t{"a"}}``, ... forever.
 
-:func:`load` runs the first step itself, then expands the templates
-*symbolically* on the rule trees before Lark does (:func:`check_templates`):
-instances are hash-consed as ``(template, argument ids)``, so even names that
-would double in length at every level cost O(1) each.  The simulation stops
-with a :class:`GrammarError` at :data:`MAX_TEMPLATE_DEPTH` nested instances,
+:func:`load` runs the first step, then expands the templates *symbolically*
+on the rule trees before Lark does (:func:`check_templates`): instances are
+hash-consed as ``(template, argument ids)``, so even names that would double
+in length at every level cost O(1) each.  The simulation stops with a
+:class:`GrammarError` at :data:`MAX_TEMPLATE_DEPTH` nested instances,
 :data:`MAX_TEMPLATE_INSTANCES` instances or :data:`MAX_TEMPLATE_NAME_CHARS`
-characters of instance names.  Only then is the loaded grammar handed to
-``lark.Lark``, so Lark's own expansion is known to be small.
+characters of instance names.  Only then does Lark's ``Grammar.compile`` run,
+so its own expansion is known to be small.
+
+``lark.Lark`` is not built: cfgmask reads only the compiled terminals, rules
+and ``%ignore`` list, and building Lark's Earley parser on top (its grammar
+analysis and one ``sre_parse`` + ``re.compile`` per terminal) cost more than
+the compile itself (sql.lark: ~0.8 s of ~1 s).  The checks that construction
+made are made here (:func:`_earley_would_refuse`), the regexes parsed once
+with :func:`cfgmask.regex.parse_pattern`, whose trees the lexer's regex
+compiler then reuses; where one fails, Lark's parser is built after all
+(:func:`load_with_lark_parser`) so that the error is Lark's own.
 
 Invariants:
 
-* for every grammar within those bounds the result is the ``lark.Lark``
-  object ``lark.Lark(text, parser="earley", lexer="dynamic", ...)`` would give;
+* for every grammar within those bounds the result holds what the ``lark.Lark``
+  object ``lark.Lark(text, parser="earley", lexer="dynamic", ...)`` would hold
+  in ``terminals``, ``rules``, ``ignore_tokens`` and ``grammar``, and a grammar
+  that object refuses is refused (tests/test_lark_loader.py compares them);
 * every exception out of :func:`load` is a :class:`GrammarError` naming the
   construct (``%import``, ``encoding``, ``regex syntax``, ``nesting depth``,
   ``template expansion``, ``lark``), with the original exception as
@@ -52,10 +63,30 @@ MAX_BNF_ALTERNATIVES = 20_000
 _REPEAT_BREAK_THRESHOLD = 50  # lark.load_grammar.REPEAT_BREAK_THRESHOLD (lark 1.3.1)
 
 
+class LoadedGrammar:
+    """The compiled grammar cfgmask reads: the attributes of ``lark.Lark`` it used.
+
+    ``terminals`` (``TerminalDef``s), ``rules`` (``Rule``s) and
+    ``ignore_tokens`` are what ``lark.load_grammar.Grammar.compile`` returns,
+    exactly as ``lark.Lark`` stores them; ``grammar`` is the loaded
+    (uncompiled) ``lark.load_grammar.Grammar``.
+    """
+
+    __slots__ = ("terminals", "rules", "ignore_tokens", "grammar")
+
+    def __init__(self, terminals, rules, ignore_tokens, grammar):
+        self.terminals, self.rules, self.ignore_tokens, self.grammar = \
+            terminals, rules, ignore_tokens, grammar
+
+
 def load(text, start, import_paths, source):
-    """``(lark.Lark for text (Earley, dynamic lexer), the files it %imports)``; see the
-    module docstring.  The files let the grammar cache notice when an import changes."""
-    import lark
+    """``(LoadedGrammar for text, the files it %imports)``; see the module docstring.
+
+    The result holds what ``lark.Lark(text, parser="earley", lexer="dynamic")``
+    would hold in ``terminals``, ``rules``, ``ignore_tokens`` and ``grammar``,
+    without building the Earley parser (:func:`_earley_would_refuse` makes the
+    checks its construction made).  The files let the grammar cache notice
+    when an import changes."""
     from lark.exceptions import LarkError
     from lark.load_grammar import load_grammar
 
@@ -69,22 +100,88 @@ def load(text, start, import_paths, source):
         check_expansion_size(loaded.rule_defs, instances, where)
     except RecursionError as e:
         raise _nesting_error(where) from e
+    starts = [start] if isinstance(start, str) else list(start)
+    try:
+        terminals, rules, ignore = loaded.compile(starts, set())
+        refused = _earley_would_refuse(terminals, rules, starts)
+    except Exception as e:  # noqa: BLE001
+        raise _compile_error(e, loaded, start, where, LarkError) from e
+    if refused:
+        # Lark's Earley frontend refuses it (or a check here cannot tell):
+        # build it to raise exactly what Lark raises
+        parser = load_with_lark_parser(loaded, start, source)
+        return LoadedGrammar(parser.terminals, parser.rules, parser.ignore_tokens,
+                             parser.grammar), used_files
+    return LoadedGrammar(terminals, rules, ignore, loaded), used_files
+
+
+def load_with_lark_parser(loaded, start, source):
+    """``lark.Lark`` for the loaded grammar, its Earley parser built (errors as :func:`load`'s).
+
+    The reference :func:`load` is tested against, and its fallback where
+    Lark's parser construction refuses the grammar."""
+    import lark
+    from lark.exceptions import LarkError
+    where = source or "grammar"
     try:
         return lark.Lark(loaded, start=start, parser="earley", lexer="dynamic",
-                         source_path=source or "<string>"), used_files
+                         source_path=source or "<string>")
     except Exception as e:  # noqa: BLE001
-        if isinstance(e, (re.error, RecursionError)) or _is_regex_module_error(e):
-            bad = _bad_terminal(loaded, start)
-            if bad is not None:
-                name, pattern, err = bad
-                shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
-                if isinstance(err, RecursionError):
-                    raise GrammarError(f"{where}: terminal {name} /{shown}/: the regex is nested too "
-                                       "deeply (Python's recursion limit was hit)",
-                                       where=name, construct="nesting depth") from e
-                raise GrammarError(f"{where}: terminal {name} /{shown}/: invalid regex ({err})",
-                                   where=name, construct="regex syntax") from e
-        raise _load_error(e, where, LarkError) from e
+        raise _compile_error(e, loaded, start, where, LarkError) from e
+
+
+def _earley_would_refuse(terminals, rules, starts):
+    """Whether building Lark's Earley parser (dynamic lexer) might raise for the compiled grammar.
+
+    That construction checks the rules (``GrammarAnalyzer``: no rule twice,
+    every nonterminal and start defined) and every terminal's regex
+    (``EarleyRegexpMatcher``: ``sre_parse`` width not 0, ``re.compile``).
+    The regex is parsed here with :func:`cfgmask.regex.parse_pattern`, whose
+    tree the lexer's regex compiler reuses; anything this check cannot
+    settle as cheaply -- a parse error, a look-behind (``re.compile`` checks
+    its width), a ``\\p{..}`` Lark rewrites before measuring -- answers True,
+    and the caller then lets Lark decide.
+    """
+    from lark.grammar import NonTerminal
+    from lark.utils import categ_pattern
+    from .regex import parse_pattern
+
+    if len(set(rules)) != len(rules):
+        return True
+    origins = {r.origin for r in rules}
+    if any(NonTerminal(s) not in origins for s in starts):
+        return True
+    for r in rules:
+        for sym in r.expansion:
+            if not sym.is_term and sym not in origins:
+                return True
+    for t in terminals:
+        rx = t.pattern.to_regexp()
+        if categ_pattern.search(rx):
+            return True
+        try:
+            parsed = parse_pattern(rx)
+        except Exception:  # noqa: BLE001 - re.error, RecursionError, OverflowError, ...
+            return True
+        if parsed.getwidth()[0] == 0 or "(?<" in rx:  # a look-behind (or a look-alike)
+            return True
+    return False
+
+
+def _compile_error(e, loaded, start, where, lark_error):
+    """The :class:`GrammarError` for an exception out of Lark's compile or parser construction."""
+    if isinstance(e, (re.error, RecursionError)) or _is_regex_module_error(e):
+        bad = _bad_terminal(loaded, start)
+        if bad is not None:
+            name, pattern, err = bad
+            shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
+            if isinstance(err, RecursionError):
+                return GrammarError(f"{where}: terminal {name} /{shown}/: the regex is nested too "
+                                    "deeply (Python's recursion limit was hit)",
+                                    where=name, construct="nesting depth")
+            return GrammarError(f"{where}: terminal {name} /{shown}/: invalid regex ({err})",
+                                where=name, construct="regex syntax")
+    return _load_error(e, where, lark_error)
 
 
 def _load_error(e, where, lark_error):
@@ -345,7 +442,7 @@ def _has_top_level_bar(rx):
 
 def ungrouped_alternations(parser):
     """``[(terminal, piece, Lark's pattern)]`` for every terminal of the loaded
-    ``lark.Lark`` in which a regex ``piece`` with a top-level ``|`` is joined
+    grammar (a :class:`LoadedGrammar` or ``lark.Lark``) in which a regex ``piece`` with a top-level ``|`` is joined
     with other pieces (directly, in parentheses or through a terminal it
     references), so that Lark's pattern is ``x|yz`` where ``(?:x|y)z`` was meant.
 

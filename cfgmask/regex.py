@@ -1288,9 +1288,34 @@ def compile_regex(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_S
     return dfa
 
 
+_PARSE_MEMO = {}        # pattern -> re._parser.SubPattern (insertion order = age)
+_PARSE_MEMO_SIZE = 4096
+
+
+def parse_pattern(pattern: str):
+    """``re._parser.parse(pattern, 0)``, memoised by pattern text.
+
+    The grammar loader parses every terminal once to check it (syntax and
+    width, as Lark's Earley frontend did), and :func:`compile_regex` then
+    reuses that tree instead of running Python's regex parser a second time.
+    Errors are not memoised.  The trees are only read (``getwidth`` caches
+    its answer on the node, as ``re`` itself does).
+    """
+    parsed = _PARSE_MEMO.get(pattern)
+    if parsed is None:
+        parsed = _sre_parse.parse(pattern, 0)
+        if len(_PARSE_MEMO) >= _PARSE_MEMO_SIZE:
+            try:
+                _PARSE_MEMO.pop(next(iter(_PARSE_MEMO)), None)
+            except (RuntimeError, StopIteration):  # another thread changed it meanwhile
+                pass
+        _PARSE_MEMO[pattern] = parsed
+    return parsed
+
+
 def _compile_regex(pattern, name, max_states):
     try:
-        parsed = _sre_parse.parse(pattern, 0)
+        parsed = parse_pattern(pattern)
     except (re.error, OverflowError) as exc:
         raise GrammarError(f"terminal {name}: regex syntax error in {pattern!r} ({exc})",
                            where=name, construct="regex syntax") from exc

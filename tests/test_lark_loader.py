@@ -1,0 +1,131 @@
+"""lark_loader.load (Lark's grammar loader and compile step only) against the reference:
+``lark.Lark(text, parser="earley", lexer="dynamic")``, which also builds the Earley parser.
+
+The compiled grammar (terminals with their patterns and flags, rules, %ignore
+list) must be identical for every bundled and test grammar, and a grammar
+Lark's parser construction refuses must still be refused, with the same kind
+of :class:`GrammarError`.
+"""
+
+import glob
+import os
+
+import pytest
+
+import lark
+
+from cfgmask import Grammar, GrammarError
+from cfgmask import lark_loader
+from cfgmask.grammar import _normalise
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GRAMMAR_FILES = sorted(glob.glob(os.path.join(ROOT, "grammars", "*.lark"))
+                       + glob.glob(os.path.join(ROOT, "tests", "grammars", "*.lark")))
+
+
+def _lark_lark():
+    return os.path.join(os.path.dirname(lark.__file__), "grammars", "lark.lark")
+
+
+def _rule_key(r):
+    o = r.options
+    return (r.origin.name, tuple((s.name, s.is_term, getattr(s, "filter_out", None))
+                                 for s in r.expansion),
+            r.alias, r.order,
+            None if o is None else (o.keep_all_tokens, o.expand1, o.priority,
+                                    o.template_source, o.empty_indices))
+
+
+def _term_key(t):
+    p = t.pattern
+    return (t.name, type(p).__name__, p.value, tuple(sorted(p.flags)), p.raw, t.priority,
+            p.to_regexp())
+
+
+def _compiled(x):
+    return ([_term_key(t) for t in x.terminals], [_rule_key(r) for r in x.rules],
+            list(x.ignore_tokens))
+
+
+def _reference(text, path, start="start"):
+    return lark.Lark(text, start=start, parser="earley", lexer="dynamic",
+                     import_paths=[os.path.dirname(path)], source_path=path)
+
+
+def _text(path):
+    """The grammar text; a SQL dialect file is an overlay on sql.lark (cfgmask.sql_dialects)."""
+    name = os.path.basename(path)
+    if name.startswith("sql_") and os.path.dirname(path) == os.path.join(ROOT, "grammars"):
+        from pathlib import Path
+        from cfgmask.sql_dialects import dialect_text
+        return dialect_text(name[4:-5], Path(path).parent)
+    return open(path, encoding="utf-8").read()
+
+
+@pytest.mark.parametrize("path", GRAMMAR_FILES + [_lark_lark()], ids=os.path.basename)
+def test_compiled_grammar_identical_to_lark(path):
+    text = _text(path)
+    start = "start"
+    ref = _reference(text, path, start)
+    got, used = lark_loader.load(text, start, [os.path.dirname(path)], path)
+    assert isinstance(got, lark_loader.LoadedGrammar)
+    assert _compiled(got) == _compiled(ref)
+    assert got.grammar.term_defs == ref.grammar.term_defs
+    # and the normalised cfgmask grammar built from each is the same
+    a, b = _normalise(got, start, b"", path), _normalise(ref, start, b"", path)
+    assert a.terminal_names == b.terminal_names
+    assert a.terminal_patterns == b.terminal_patterns
+    assert a.terminal_flags == b.terminal_flags
+    assert a.nonterminal_names == b.nonterminal_names
+    assert a.rules_text() == b.rules_text()
+    assert (a.terminal_is_ignore == b.terminal_is_ignore).all()
+    assert lark_loader.ungrouped_alternations(got) == lark_loader.ungrouped_alternations(ref)
+
+
+REFUSED = [
+    # zero-width terminals: Lark's Earley frontend refuses them
+    ('start: A\nA: /a?/', "lark"),
+    ('start: "x" A?\nA: /b*/', "lark"),
+    ('start: A\nA: /(?=a)/', "lark"),
+    # invalid regexes, named by terminal
+    ('start: A\nA: /a(/', "regex syntax"),
+    ('start: A\nA: /\\p{L}/', "regex syntax"),
+    ('start: "x" /a(/', "regex syntax"),
+    ('start: A\nA: /(?<=a+)b/', "regex syntax"),      # re.compile: look-behind not fixed-width
+    ('start: A\nA: /' + "(" * 1000 + "a" + ")" * 1000 + '/', "nesting depth"),
+    # the start rule missing
+    ('other: "a"', None),
+]
+
+
+@pytest.mark.parametrize("text,construct", REFUSED)
+def test_refused_as_before(text, construct):
+    """The same GrammarError construct as loading through lark.Lark (the old way)."""
+    from lark.load_grammar import load_grammar
+    loaded, _ = load_grammar(text, "<string>", [], False)
+    with pytest.raises(GrammarError) as old:
+        lark_loader.load_with_lark_parser(loaded, "start", None)
+    with pytest.raises(GrammarError) as new:
+        lark_loader.load(text, "start", [], None)
+    assert new.value.construct == old.value.construct
+    assert str(new.value) == str(old.value)
+    if construct is not None:
+        assert new.value.construct == construct, str(new.value)
+
+
+def test_lookbehind_that_lark_accepts_still_loads():
+    """A fixed-width look-behind goes through Lark's own check and loads."""
+    text = 'start: A B\nA: "a"\nB: /(?<=a)b/'
+    got, _ = lark_loader.load(text, "start", [], None)
+    ref = lark.Lark(text, parser="earley", lexer="dynamic")
+    assert _compiled(got) == _compiled(ref)
+
+
+def test_from_lark_end_to_end_unchanged(tmp_path, monkeypatch):
+    """Grammar.from_lark over the new loader gives the grammar the reference gives."""
+    monkeypatch.setenv("CFGMASK_CACHE_DIR", str(tmp_path))
+    path = os.path.join(ROOT, "grammars", "json.lark")
+    g = Grammar.from_file(path)
+    ref = _normalise(_reference(open(path, encoding="utf-8").read(), path), "start", b"", path)
+    assert g.terminal_patterns == ref.terminal_patterns
+    assert g.rules_text() == ref.rules_text()
