@@ -221,6 +221,7 @@ class CompiledGrammar:
         self._slice_done = threading.Event()
         # 0: to build (lazily); 1: building; 2: published, failed or not wanted
         self._slice_state = 0 if when in ("lazy", "manual") else 2
+        self._slice_pid = os.getpid()    # the process whose thread builds them (see wait_slices)
         # the first fill starts the background build (checked on every fill: one attribute)
         self._slices_pending = when == "lazy"
         if when == "eager":
@@ -261,6 +262,13 @@ class CompiledGrammar:
         """Publish the lazy slices: build them in this thread if no build has
         started, else wait up to ``timeout`` seconds for the one running.
         Returns :meth:`slices_ready`."""
+        if self._slice_state == 1 and self._slice_pid != os.getpid():
+            # a child forked while the parent's thread was building: no thread
+            # builds here, so start again
+            with self._slice_lock:
+                if self._slice_state == 1 and self._slice_pid != os.getpid():
+                    self._slice_done = threading.Event()
+                    self._slice_state = 0
         if self._slice_state == 0:
             self._build_slices()
         return self._slice_done.wait(timeout)
@@ -272,6 +280,7 @@ class CompiledGrammar:
             if self._slice_state != 0:
                 return
             self._slice_state = 1
+            self._slice_pid = os.getpid()
         threading.Thread(target=self._build_slices, args=(True,), name="cfgmask-slices",
                          daemon=True).start()
 
@@ -281,6 +290,7 @@ class CompiledGrammar:
                 if self._slice_state != 0:
                     return
                 self._slice_state = 1
+                self._slice_pid = os.getpid()
         self._slices_pending = False
         t0 = time.perf_counter()
         try:

@@ -208,3 +208,25 @@ def test_rebind_refuses_another_grammars_runtime():
     b = cfgmask.compile(cfgmask.Grammar.builtin("json"), vocab, slices=False)
     with pytest.raises(ValueError):
         a.matcher()._core.rebind(b._runtime)
+
+
+def test_a_forked_child_builds_its_own_slices():
+    # a child forked while the parent's thread was building has no such thread:
+    # wait_slices must build them there instead of waiting forever
+    vocab = _tiny_vocab(TINY["json"])
+    c = cfgmask.compile(cfgmask.Grammar.builtin("json"), vocab, slices=dict(FORCED, when="manual"))
+    c._slice_state, c._slice_pid = 1, -1          # what the child sees
+    assert c.wait_slices(10) and c.slices is not None and c.slices.n > 0
+
+
+def test_the_first_fill_starts_the_build():
+    vocab = _tiny_vocab(TINY["json"])
+    c = cfgmask.compile(cfgmask.Grammar.builtin("json"), vocab, slices=dict(FORCED, when="lazy"))
+    rt = c._runtime
+    assert c._slice_state == 0 and c.cache_stats()["slices"] == 0
+    m = c.matcher()
+    m.fill_bitmask(c.allocate_bitmask())
+    assert c._slice_state in (1, 2)
+    assert c.wait_slices(60) and c._runtime is not rt and c.cache_stats()["slices"] == c.slices.n > 0
+    m.fill_bitmask(c.allocate_bitmask())
+    assert m._rt is c._runtime
