@@ -93,6 +93,7 @@ PROFILE_NAMES = ("full", "generate")
 MAX_INDENT = 24          # spaces after a line break
 MAX_QUOTED_IDENT = 64    # characters inside "..." `...` [...] (SQL)
 MAX_STRING = 64          # characters inside a string literal
+MAX_KEY = 32             # characters inside a JSON key (whitespace "pretty" and "compact")
 
 # ---------------------------------------------------------------------------
 # MERGE POINT (issue 9, JSON Schema): the whitespace the JSON generation
@@ -153,6 +154,16 @@ class ProfileSpec:
     # or EOS follows them in the profile, and the fence is stripped), so no
     # byte after them needs forbidding for the full grammar's cuts
     final: tuple = ()
+    # database= / columns= option (SQL): column_ref_rule's bodies `c` and `x.c` name a
+    # column (its bare identifier terminal in expressions is column_expr_terminal);
+    # in column_list_rules, name_list and name are columns; statements= keeps the
+    # alternatives of statement_rule that are the allowed kinds (STATEMENT_KINDS)
+    column_ref_rule: str = ""
+    column_expr_terminal: str = ""
+    column_list_rules: tuple = ()
+    statement_rule: str = ""
+    # whitespace= option (JSON): the grammar's rules are replaced by one layout (_json_rules)
+    layouts: bool = False
 
 
 # The per-grammar specification, in one place (adjust here when a grammar's
@@ -162,6 +173,7 @@ SPECS = {
         fence_tags=("json", "JSON"),
         whitespace={"_WS": JSON_WHITESPACE},
         strings=("STRING",),
+        layouts=True,
     ),
     "sql": ProfileSpec(
         fence_tags=("sql", "sqlite", "SQL"),
@@ -175,6 +187,10 @@ SPECS = {
         table_symbol="qualified_name",
         name_terminal="IDENT",
         quoted_name_terminal="DQ_IDENT",
+        column_ref_rule="column_ref",
+        column_expr_terminal="EXPR_IDENT",
+        column_list_rules=("join_constraint", "_column_list_opt", "set_item"),
+        statement_rule="statement",
     ),
     "javascript": ProfileSpec(
         fence_tags=("js", "javascript", "JavaScript"),
@@ -191,11 +207,14 @@ SPECS = {
 # The SQL dialects (cfgmask/sql_dialects.py): PostgreSQL has no `...` or [...]
 # names; in MySQL "..." is a string, so names are quoted with backticks.
 SPECS["sql:postgres"] = replace(SPECS["sql"], fence_tags=("sql", "postgresql", "postgres", "SQL"),
-                                quoted_identifiers=("DQ_IDENT",))
+                                quoted_identifiers=("DQ_IDENT",),
+                                column_list_rules=("join_constraint", "_column_list_opt", "set_item",
+                                                   "_on_conflict_opt"))
 SPECS["sql:mysql"] = replace(SPECS["sql"], fence_tags=("sql", "mysql", "SQL"),
                              comments=("LINE_COMMENT", "BLOCK_COMMENT", "HASH_COMMENT"),
                              quoted_identifiers=("BACKTICK_IDENT",), strings=("SQ_STRING", "DQ_STRING"),
-                             quoted_name_terminal="BACKTICK_IDENT", quote_char="`")
+                             quoted_name_terminal="BACKTICK_IDENT", quote_char="`",
+                             column_expr_terminal="IDENT", column_list_rules=("join_constraint", "_column_list_opt"))
 
 
 class Profile:
@@ -253,8 +272,24 @@ def strip_fence(grammar, text):
 
 def builtin(name, profile="generate", *, start="start", dialect=None, **options):
     """Bundled grammar ``name`` (for ``sql``, of ``dialect``) under ``profile``
-    (``"full"`` or ``"generate"``); see :func:`apply`."""
+    (``"full"`` or ``"generate"``); see :func:`apply`.
+
+    ``database=`` (``sql``, generation profile): a SQLite database file, a
+    file of DDL, a :class:`sqlite3.Connection` or a
+    :class:`~cfgmask.sql_schema.SqlSchema`; its tables and columns become
+    ``tables=`` and ``columns=``, and ``statements=`` defaults to read-only
+    (:data:`READ_ONLY`: ``SELECT``, ``WITH ... SELECT``, ``VALUES``).
+    """
     from .grammar import Grammar
+    if options.get("database") is not None and profile == "generate":
+        if name != "sql":
+            raise ConfigurationError(f"database= is for the sql grammar, not {name!r}")
+        given = [k for k in ("tables", "columns") if options.get(k) is not None]
+        if given:
+            raise ConfigurationError(f"database= gives the tables and columns: drop {'= and '.join(given)}=")
+        options.update(database_options(options.pop("database"), options.get("statements")))
+    elif "database" in options and options["database"] is None:
+        del options["database"]
     if profile not in PROFILE_NAMES:
         raise ConfigurationError(f"no grammar profile {profile!r}; choose one of {', '.join(PROFILE_NAMES)}")
     if name not in Grammar.builtin_names():
@@ -269,7 +304,7 @@ def builtin(name, profile="generate", *, start="start", dialect=None, **options)
 
 
 def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_string=MAX_STRING,
-          max_indent=MAX_INDENT, tables=None):
+          max_indent=MAX_INDENT, tables=None, columns=None, statements=None, whitespace=None, max_key=MAX_KEY):
     """The generation profile of ``grammar``, a loaded bundled grammar (``base``: its name).
 
     ``fence``: allow a markdown fence around the document.  ``max_quoted_ident``
@@ -280,7 +315,28 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     must then name one of them (bare in any letter case when the name is a
     bare identifier, or quoted as the dialect quotes names: ``"order"``,
     MySQL ```a b```), so a query over a table the schema lacks cannot be
-    written; a keyword or a name with a space can only be written quoted.  Returns a new
+    written; a keyword or a name with a space can only be written quoted.
+
+    ``columns`` (SQL only): the column names that exist (all tables'
+    together); a column reference in an expression (``c``, ``x.c``) and a
+    column list (``USING (...)``, ``INSERT INTO t (...)``, ``UPDATE ... SET
+    c = ...``) may then only name one of them, bare or quoted as for
+    ``tables``.  The qualifier ``x`` of ``x.c`` is not checked (it may be an
+    alias), and ``s.t.c`` is refused.  ``statements`` (SQL only): the
+    statement kinds allowed, from :data:`STATEMENT_KINDS` (``"all"``: every
+    kind); ``None``: all.
+
+    ``whitespace`` (JSON only): the layout, one of :data:`JSON_STYLES`:
+    ``"pretty"`` (the default; ``json.dumps(indent=2)``'s layout: after ``{``,
+    ``[`` and ``,`` a line break and 2 spaces per level, before ``}`` and
+    ``]`` a line break and the outer level's indentation, ``": "`` after a
+    key, no other whitespace; ``{}`` and ``[]`` when empty; levels past
+    :data:`JSON_MAX_DEPTH` keep its indentation), ``"compact"`` (no
+    whitespace) or ``"flexible"`` (one space or a line break and up to
+    ``max_indent`` spaces wherever json.lark allows whitespace).  Under
+    ``pretty`` and ``compact`` a key has at most ``max_key`` characters.
+
+    Returns a new
     :class:`~cfgmask.Grammar` whose ``profile`` attribute is a
     :class:`Profile`; raises :class:`~cfgmask.GrammarError` when a terminal
     named in :data:`SPECS` is missing or an invariant of the module docstring
@@ -294,6 +350,22 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     if not isinstance(max_indent, int) or max_indent < 0:
         raise ConfigurationError(f"max_indent must be an int >= 0, not {max_indent!r}")
     spec = SPECS[base]
+    if spec.layouts:
+        whitespace = JSON_DEFAULT_STYLE if whitespace is None else whitespace
+        if whitespace not in JSON_STYLES:
+            raise ConfigurationError(f"no JSON whitespace style {whitespace!r}; choose one of {', '.join(JSON_STYLES)}")
+        if max_key is not None and (not isinstance(max_key, int) or max_key < 1):
+            raise ConfigurationError(f"max_key must be a positive int or None, not {max_key!r}")
+    elif whitespace is not None:
+        raise ConfigurationError(f"the {base} profile takes no whitespace style (whitespace= is for json)")
+    if columns is not None:
+        columns = tuple(columns)
+        if not spec.column_ref_rule:
+            raise ConfigurationError(f"the {base} profile takes no columns")
+        if not columns or not all(isinstance(c, str) and c for c in columns):
+            raise ConfigurationError(f"columns must be a non-empty list of names, not {columns!r}")
+    if statements is not None:
+        statements = _statement_kinds(statements, spec, grammar, base)
     if tables is not None:
         tables = tuple(tables)
         if not spec.table_rules:
@@ -302,6 +374,10 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
             raise ConfigurationError(f"tables must be a non-empty list of names, not {tables!r}")
     options = dict(fence=fence, max_quoted_ident=max_quoted_ident, max_string=max_string,
                    max_indent=max_indent, tables=tables)
+    if spec.column_ref_rule:
+        options.update(columns=columns, statements=statements)
+    if spec.layouts:
+        options.update(whitespace=whitespace, max_key=max_key)
     names = grammar.terminal_names
     index = {n: t for t, n in enumerate(names)}
     where = f"profile 'generate' of {base}"
@@ -345,6 +421,17 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
         origin.update({n: o for n, o in ((TABLE_NAME, spec.name_terminal),
                                           (TABLE_NAME_QUOTED, spec.quoted_name_terminal)) if n in added})
         patterns.update(added)
+    # rule-level restrictions (columns=, whitespace=): their new terminals
+    layout = {}
+    if columns is not None:
+        layout.update(_column_terminals(spec, columns, grammar, need))
+    if spec.layouts and whitespace != "flexible":
+        layout.update(_json_layout_terminals(whitespace, max_key, grammar.terminal_patterns[
+            index[need("STRING", "string terminal")]]))
+    for n, (p, o) in layout.items():
+        if n in index:
+            raise GrammarError(f"the grammar already has a terminal named {n}", where=n, construct="profile")
+        patterns[n], origin[n] = p, need(o, "original of a profile terminal")
 
     # ---- 2. automata, guards and the invariants ---------------------------
     full = {n: _dfa(p, n) for n, p in zip(names, grammar.terminal_patterns)}
@@ -367,10 +454,17 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     rewrites = {n: patterns[n] for n in names if n in patterns and patterns[n] != full[n].pattern}
     rewrites.update({n: None for n in dropped})
     rewrites.update({n: patterns[n] for n in added})
+    rewrites.update({n: patterns[n] for n in layout})
     profile = Profile("generate", base, spec, options, rewrites)
     fence_terminals = (profile.fence_open_pattern, profile.fence_close_pattern) if fence else None
     g = _rebuild(grammar, patterns, dropped, fence_terminals,
                  tables=(spec, list(added)) if added else None)
+    if spec.layouts and whitespace != "flexible":
+        g = _reshape(g, _json_rules(_named(g), whitespace), {n: patterns[n] for n in layout})
+    elif columns is not None or statements is not None:
+        g = _reshape(g, _sql_rules(_named(g), spec, list(layout) if columns is not None else None, statements,
+                                   spec.column_expr_terminal != spec.name_terminal, where),
+                     {n: patterns[n] for n in layout})
     g.profile = profile
     return g
 
@@ -394,14 +488,10 @@ def _table_terminals(spec, tables, grammar, need, where):
         raise GrammarError(f"{where}: the grammar has no rule {', '.join(missing)} (SPECS table_rules)",
                            where=missing[0], construct="profile spec")
 
-    def any_case(name):
-        return "".join(f"[{c.upper()}{c.lower()}]" if c.isascii() and c.isalpha() else re.escape(c)
-                       for c in name)
-    bare = sorted({t for t in tables if bare_rx.fullmatch(t)}, key=lambda t: (-len(t), t))
-    q = spec.quote_char
-    out = {TABLE_NAME_QUOTED: "|".join(re.escape(q + t.replace(q, q + q) + q) for t in tables)}
+    bare, quoted = _name_alternatives(tables, bare_rx, spec.quote_char)
+    out = {TABLE_NAME_QUOTED: quoted}
     if bare:
-        out[TABLE_NAME] = "|".join(any_case(t) for t in bare)
+        out[TABLE_NAME] = bare
     return out
 
 
@@ -718,3 +808,237 @@ def _rebuild(g, patterns, dropped, fence, tables=None):
                   word_boundary=g.word_boundary, source=g.source)
     out.rewritten_terminals = {n: w for n, w in g.rewritten_terminals.items() if n in names}
     return out
+
+
+# ---------------------------------------------------------------------------
+# Rule-level restrictions: SQL columns and statement kinds, JSON layouts
+# ---------------------------------------------------------------------------
+# These only remove rule alternatives or put a nonterminal whose terminals are
+# sub-languages of the original's in place of one, so the profile stays a
+# sublanguage of the full grammar lexeme by lexeme (the new terminals pass the
+# same subset and cut checks as the others in apply()).
+
+COLUMN_NAME = "COLUMN_NAME"              # bare column names, where `name` stands (IDENT)
+COLUMN_EXPR = "COLUMN_EXPR"              # bare column names in expressions (EXPR_IDENT)
+COLUMN_NAME_QUOTED = "COLUMN_NAME_QUOTED"
+COLUMN_SYMBOL = "$column"
+COLUMN_EXPR_SYMBOL = "$column_expr"
+COLUMN_LIST_SYMBOL = "$column_list"
+
+# statements= kinds of the SQL profile -> the statement rule they stand for
+STATEMENT_KINDS = {"select": "select_stmt", "insert": "insert_stmt", "update": "update_stmt",
+                   "delete": "delete_stmt", "create": "create_table_stmt"}
+READ_ONLY = ("select",)  # SELECT, WITH ... SELECT and VALUES
+
+JSON_STYLES = ("pretty", "compact", "flexible")
+JSON_DEFAULT_STYLE = "pretty"
+JSON_INDENT = 2          # spaces per level (pretty), as json.dumps(indent=2)
+JSON_MAX_DEPTH = 16      # deeper levels keep this level's indentation (as cfgmask.json_schema's pretty)
+JSON_KEY = "KEY"
+JSON_SPACE = "SP"
+
+
+def _ws_name(k):
+    return f"NL_{k}"
+
+
+def _column_terminals(spec, columns, grammar, need):
+    """``COLUMN_NAME`` / ``COLUMN_EXPR`` (bare names, where the grammar's name / expression
+    identifier accepts them; absent when none does) and ``COLUMN_NAME_QUOTED`` (every name
+    in the dialect's quotes): ``{name: (pattern, original terminal)}``."""
+    out = {}
+    bare_terms = [(COLUMN_NAME, spec.name_terminal)]
+    if spec.column_expr_terminal != spec.name_terminal:
+        bare_terms.append((COLUMN_EXPR, spec.column_expr_terminal))
+    for new, orig in bare_terms:
+        rx = re.compile(grammar.terminal_patterns[grammar.terminal_names.index(need(orig, "column terminal"))])
+        bare, _ = _name_alternatives(columns, rx, spec.quote_char)
+        if bare:
+            out[new] = (bare, orig)
+    _, quoted = _name_alternatives(columns, None, spec.quote_char)
+    out[COLUMN_NAME_QUOTED] = (quoted, need(spec.quoted_name_terminal, "quoted name terminal"))
+    return out
+
+
+def _name_alternatives(names, bare_rx, quote_char):
+    """``(bare, quoted)`` regex alternations of ``names``: bare (ASCII letters in any case) the
+    names ``bare_rx`` fully matches (``None`` when there are none, or ``bare_rx`` is ``None``),
+    quoted every name in ``quote_char`` quotes (a quote inside doubled)."""
+    def any_case(name):
+        return "".join(f"[{c.upper()}{c.lower()}]" if c.isascii() and c.isalpha() else re.escape(c)
+                       for c in name)
+    bare = sorted({t for t in names if bare_rx is not None and bare_rx.fullmatch(t)}, key=lambda t: (-len(t), t))
+    q = quote_char
+    quoted = "|".join(re.escape(q + t.replace(q, q + q) + q) for t in names)
+    return ("|".join(any_case(t) for t in bare) if bare else None), quoted
+
+
+def _named(g):
+    """``g``'s rules as ``[(lhs name, [symbol names])]`` (rule 0 first)."""
+    return [(g.symbol_name(int(g.rule_lhs[r])), [g.symbol_name(s) for s in g.rule_body(r)])
+            for r in range(g.n_rules)]
+
+
+def _reshape(g, rules, new_terminals=()):
+    """A grammar with ``g``'s terminals (plus ``new_terminals``: ``{name: pattern}``) and the named
+    ``rules`` (rule 0 the start rule); nonterminals no rule reaches from the start and real
+    terminals no rule uses are left out."""
+    from .grammar import Grammar
+    new_terminals = dict(new_terminals)
+    by_lhs = {}
+    for lhs, body in rules:
+        by_lhs.setdefault(lhs, []).append(body)
+    start = rules[0][0]
+    reach, todo = {start}, [start]
+    while todo:
+        for body in by_lhs.get(todo.pop(), ()):
+            for s in body:
+                if s in by_lhs and s not in reach:
+                    reach.add(s)
+                    todo.append(s)
+    rules = [(lhs, body) for lhs, body in rules if lhs in reach]
+    used = {s for _, body in rules for s in body}
+    missing = sorted(s for s in used if s not in by_lhs and s not in new_terminals and s not in g.terminal_names)
+    if missing:
+        raise GrammarError(f"profile rules use undefined symbols {', '.join(missing)}",
+                           where=missing[0], construct="profile")
+    old = [(n, p, f, ign, a) for n, p, f, ign, a in zip(g.terminal_names, g.terminal_patterns, g.terminal_flags,
+                                                        g.terminal_is_ignore, g.terminal_at_start)]
+    real = [t for t in old if not t[3] and t[0] in used] + \
+        [(n, p, frozenset(), False, False) for n, p in new_terminals.items()]
+    ign = [t for t in old if t[3]]
+    terms = real + ign
+    nts = [start] + [n for n in g.nonterminal_names if n in reach and n != start] + \
+        sorted(n for n in reach if n not in g.nonterminal_names)
+    sym = {n: i for i, n in enumerate(t[0] for t in terms)}
+    sym.update({n: len(terms) + i for i, n in enumerate(nts)})
+    out = Grammar(terminal_names=[t[0] for t in terms], terminal_patterns=[t[1] for t in terms],
+                  terminal_flags=[t[2] for t in terms], terminal_is_ignore=[t[3] for t in terms],
+                  terminal_at_start=[bool(t[4]) for t in terms], nonterminal_names=nts,
+                  rules=[(sym[lhs], [sym[s] for s in body]) for lhs, body in rules],
+                  start=g.start, word_boundary=g.word_boundary, source=g.source)
+    out.rewritten_terminals = {n: w for n, w in g.rewritten_terminals.items() if n in sym}
+    return out
+
+
+def _sql_rules(rules, spec, columns, statements, has_expr_terminal, where):
+    """The named ``rules`` with column positions restricted (``columns``: the $column terminals
+    exist) and only the ``statements`` kinds kept (``None``: all)."""
+    out = []
+    if statements is not None:
+        keep = {STATEMENT_KINDS[k] for k in statements}
+        rules = [(lhs, body) for lhs, body in rules
+                 if lhs != spec.statement_rule or len(body) != 1 or body[0] in keep]
+    if not columns:
+        return rules
+    bare = [s for s in columns if s != COLUMN_NAME_QUOTED]
+    expr = COLUMN_EXPR_SYMBOL if has_expr_terminal else COLUMN_SYMBOL
+    lists = set(spec.column_list_rules)
+    by_lhs = {}
+    for lhs, body in rules:
+        by_lhs.setdefault(lhs, []).append(body)
+    seen = set()
+    for lhs, body in rules:
+        if lhs == spec.column_ref_rule:
+            if len(body) == 1:          # c
+                body = [expr]
+            elif len(body) == 3:        # x.c: the qualifier (a table or an alias) is not checked
+                body = body[:2] + [COLUMN_SYMBOL]
+            else:                       # s.t.c: left out
+                continue
+            seen.add(len(body))
+        elif lhs in lists:
+            body = [COLUMN_LIST_SYMBOL if s == "name_list" else COLUMN_SYMBOL if s == "name" else s for s in body]
+        out.append((lhs, body))
+    if seen != {1, 3}:
+        raise GrammarError(f"{where}: rule {spec.column_ref_rule} has no 'name' and 'qualifier . name' "
+                           "forms (SPECS column_ref_rule)", where=spec.column_ref_rule, construct="profile spec")
+    missing = [r for r in lists if r not in by_lhs]
+    if missing:
+        raise GrammarError(f"{where}: the grammar has no rule {', '.join(missing)} (SPECS column_list_rules)",
+                           where=missing[0], construct="profile spec")
+    out += [(COLUMN_SYMBOL, [t]) for t in [x for x in bare if x == COLUMN_NAME] + [COLUMN_NAME_QUOTED]]
+    if has_expr_terminal:
+        out += [(COLUMN_EXPR_SYMBOL, [t]) for t in [x for x in bare if x == COLUMN_EXPR] + [COLUMN_NAME_QUOTED]]
+    # $column_list: a copy of name_list (and its own helper rules) with name -> $column
+    helpers = {n for n in by_lhs if n.startswith("__name_list")}
+    rename = {"name_list": COLUMN_LIST_SYMBOL, "name": COLUMN_SYMBOL}
+    rename.update({h: f"{COLUMN_LIST_SYMBOL}{h}" for h in helpers})
+    for lhs in ["name_list", *sorted(helpers)]:
+        for body in by_lhs.get(lhs, ()):
+            out.append((rename[lhs], [rename.get(s, s) for s in body]))
+    return out
+
+
+def _json_rules(rules, style):
+    """The named rules of json.lark's profile with one layout: ``compact`` (no whitespace) or
+    ``pretty`` (json.dumps(indent=2)'s: a line break and the level's indentation after ``{``,
+    ``[`` and ``,`` and before ``}`` and ``]``, ``": "`` after a key, nothing else)."""
+    head = [(lhs, body) for lhs, body in rules if lhs.startswith("$")]
+    # the start rule (start, or another rule chosen as the start) at the top level
+    top = {"start": "value", "value": "value", "object": "object", "array": "array", "member": "member"}
+    if style == "pretty":
+        top = {k: f"{v}_0" for k, v in top.items()}
+    out = [(lhs, [top.get(s, s) for s in body]) for lhs, body in head]
+    scalars = [["STRING"], ["NUMBER"], ["TRUE"], ["FALSE"], ["NULL"]]
+    if style == "compact":
+        out += [("value", ["object"]), ("value", ["array"])] + [("value", b) for b in scalars]
+        out += [("object", ["LBRACE", "RBRACE"]), ("object", ["LBRACE", "members", "RBRACE"]),
+                ("members", ["member"]), ("members", ["members", "COMMA", "member"]),
+                ("member", [JSON_KEY, "COLON", "value"]),
+                ("array", ["LSQB", "RSQB"]), ("array", ["LSQB", "items", "RSQB"]),
+                ("items", ["value"]), ("items", ["items", "COMMA", "value"])]
+        return out
+    D = JSON_MAX_DEPTH
+    for d in range(D + 1):
+        c = min(d + 1, D)  # the children's level
+        i, o = _ws_name(d + 1), _ws_name(d)
+        out += [(f"value_{d}", [f"object_{d}"]), (f"value_{d}", [f"array_{d}"])]
+        out += [(f"value_{d}", b) for b in scalars]
+        out += [(f"object_{d}", ["LBRACE", "RBRACE"]), (f"object_{d}", ["LBRACE", i, f"members_{d}", o, "RBRACE"]),
+                (f"members_{d}", [f"member_{d}"]), (f"members_{d}", [f"members_{d}", "COMMA", i, f"member_{d}"]),
+                (f"member_{d}", [JSON_KEY, "COLON", JSON_SPACE, f"value_{c}"]),
+                (f"array_{d}", ["LSQB", "RSQB"]), (f"array_{d}", ["LSQB", i, f"items_{d}", o, "RSQB"]),
+                (f"items_{d}", [f"value_{c}"]), (f"items_{d}", [f"items_{d}", "COMMA", i, f"value_{c}"])]
+    return out
+
+
+def _json_layout_terminals(style, max_key, string_pattern):
+    """``{name: (pattern, original terminal)}`` of the JSON layout's new terminals."""
+    out = {JSON_KEY: (cap_pattern(string_pattern, max_key, JSON_KEY), "STRING")}
+    if style == "pretty":
+        out[JSON_SPACE] = ("[ ]", "_WS")
+        for k in range(JSON_MAX_DEPTH + 2):
+            out[_ws_name(k)] = ("\\n" + (f"[ ]{{{JSON_INDENT * k}}}" if k else ""), "_WS")
+    return out
+
+
+def _statement_kinds(statements, spec, grammar, base):
+    """``statements`` checked: a tuple of :data:`STATEMENT_KINDS` the grammar has (``"all"``: all of them)."""
+    if not spec.statement_rule:
+        raise ConfigurationError(f"the {base} profile takes no statements")
+    if isinstance(statements, str):
+        statements = [k.strip() for k in statements.split(",") if k.strip()]
+    statements = tuple(statements)
+    have = set()
+    for r in range(grammar.n_rules):
+        if grammar.symbol_name(int(grammar.rule_lhs[r])) == spec.statement_rule:
+            have.update(grammar.symbol_name(s) for s in grammar.rule_body(r))
+    kinds = tuple(k for k, rule in STATEMENT_KINDS.items() if rule in have)
+    if "all" in statements:
+        return kinds
+    bad = [k for k in statements if k not in kinds]
+    if bad or not statements:
+        raise ConfigurationError(f"statements: {', '.join(map(repr, bad)) or 'none given'}; choose from "
+                                 f"{', '.join(kinds)} or all")
+    return statements
+
+
+def database_options(database, statements=None):
+    """The :func:`apply` options of the schema-aware SQL profile: ``tables`` and ``columns`` of
+    ``database`` (see :func:`cfgmask.sql_schema.read_schema`) and ``statements``, read-only
+    (:data:`READ_ONLY`) unless given."""
+    from .sql_schema import read_schema
+    schema = read_schema(database)
+    return dict(tables=schema.table_names, columns=schema.column_names,
+                statements=READ_ONLY if statements is None else statements)

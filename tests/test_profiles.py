@@ -44,7 +44,9 @@ FENCES = {"json": "```json\n", "sql": "```sql\n", "javascript": "```js\n"}
 
 @functools.lru_cache(maxsize=None)
 def profile(name):
-    return Grammar.builtin(name, profile="generate")
+    # JSON: the "flexible" whitespace style, the one these tests pin (the default layout,
+    # "pretty", and "compact" are tested in tests/test_json_layout_profile.py)
+    return Grammar.builtin(name, profile="generate", **({"whitespace": "flexible"} if name == "json" else {}))
 
 
 @functools.lru_cache(maxsize=None)
@@ -346,6 +348,8 @@ class ProfileSampler(Sampler):
     def __init__(self, name, **options):
         super().__init__(name)  # the full grammar: its Lark parser is the oracle
         self.full_ref = Reference(self.grammar)
+        if options and name == "json":
+            options = {"whitespace": "flexible", **options}  # as profile("json")
         self.grammar = Grammar.builtin(name, profile="generate", **options) if options else profile(name)
         self.compiled = cfgmask.compile(self.grammar, self.vocab)
         self.ref = Reference(self.grammar)
