@@ -23,7 +23,15 @@ rules and the same terminals, by name) with
   :meth:`Profile.strip_fence` (and :meth:`Grammar.document
   <cfgmask.grammar.Grammar.document>`) give the document without it;
 * **known tables** (SQL, option ``tables``): table references may only name
-  the given tables.
+  the given tables;
+* **known columns and statement kinds** (SQL, options ``columns``,
+  ``statements``, or both from a schema with ``database``): column
+  references may only name the given columns, and only the given statement
+  kinds may be written (``database`` makes it read-only by default);
+* **one JSON layout** (option ``whitespace``): ``pretty`` (the default) or
+  ``compact`` replace json.lark's rules by depth-indexed copies with each
+  ``_WS?`` removed or made the one whitespace lexeme the layout puts there;
+  ``flexible`` is the bounded whitespace above.
 
 What changes per grammar is the small table :data:`SPECS` (which terminals
 are comments, whitespace, quoted identifiers and strings, and which rules
@@ -85,7 +93,7 @@ import numpy as np
 from .errors import ConfigurationError, GrammarError
 
 __all__ = ["Profile", "ProfileSpec", "SPECS", "PROFILE_NAMES", "apply", "builtin", "strip_fence",
-           "JSON_WHITESPACE"]
+           "JSON_WHITESPACE", "JSON_STYLES", "STATEMENT_KINDS", "READ_ONLY", "database_options"]
 
 PROFILE_NAMES = ("full", "generate")
 
@@ -95,14 +103,11 @@ MAX_QUOTED_IDENT = 64    # characters inside "..." `...` [...] (SQL)
 MAX_STRING = 64          # characters inside a string literal
 MAX_KEY = 32             # characters inside a JSON key (whitespace "pretty" and "compact")
 
-# ---------------------------------------------------------------------------
-# MERGE POINT (issue 9, JSON Schema): the whitespace the JSON generation
-# profile allows at each place json.lark has `_WS?`.  The JSON Schema helper
-# chooses the style used for JSON generation; switch this one pattern to it.
-# `%(indent)d` is replaced by max_indent.  It must stay a subset of json.lark's
-# `_WS` (apply() checks).
+# The whitespace the JSON profile's "flexible" style allows at each place
+# json.lark has `_WS?` (the default style, "pretty", and "compact" are one
+# layout each: _json_rules).  `%(indent)d` is replaced by max_indent.  It must
+# stay a subset of json.lark's `_WS` (apply() checks).
 JSON_WHITESPACE = r"[ ]|\n[ ]{0,%(indent)d}"
-# ---------------------------------------------------------------------------
 
 # One space, or a line break plus indentation (SQL: no blank lines; one
 # statement reads fine without them).
