@@ -1288,18 +1288,19 @@ def compile_regex(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_S
     return dfa
 
 
-_PARSE_MEMO = {}        # pattern -> re._parser.SubPattern (insertion order = age)
-_PARSE_MEMO_SIZE = 4096
+_PARSE_MEMO = {}        # pattern -> re._parser.SubPattern, parsed ahead (insertion order = age)
+_PARSE_MEMO_SIZE = 512
 
 
 def parse_pattern(pattern: str):
-    """``re._parser.parse(pattern, 0)``, memoised by pattern text.
+    """``re._parser.parse(pattern, 0)``, kept for the next :func:`compile_regex` of ``pattern``.
 
-    The grammar loader parses every terminal once to check it (syntax and
-    width, as Lark's Earley frontend did), and :func:`compile_regex` then
-    reuses that tree instead of running Python's regex parser a second time.
-    Errors are not memoised.  The trees are only read (``getwidth`` caches
-    its answer on the node, as ``re`` itself does).
+    The grammar loader parses every terminal's regex to check it (syntax and
+    width, as Lark's Earley frontend did); :func:`compile_regex` then takes
+    that tree (once: it is dropped when used, and the oldest of
+    :data:`_PARSE_MEMO_SIZE` unused ones go first) instead of running Python's
+    regex parser a second time.  Errors are not kept.  The trees are only read
+    (``getwidth`` caches its answer on the node, as ``re`` itself does).
     """
     parsed = _PARSE_MEMO.get(pattern)
     if parsed is None:
@@ -1315,7 +1316,7 @@ def parse_pattern(pattern: str):
 
 def _compile_regex(pattern, name, max_states):
     try:
-        parsed = parse_pattern(pattern)
+        parsed = _PARSE_MEMO.pop(pattern, None) or _sre_parse.parse(pattern, 0)
     except (re.error, OverflowError) as exc:
         raise GrammarError(f"terminal {name}: regex syntax error in {pattern!r} ({exc})",
                            where=name, construct="regex syntax") from exc
