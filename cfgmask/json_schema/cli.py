@@ -72,9 +72,11 @@ class SchemaSource:
         return None if err is None else f"jsonschema: {err.message}"
 
 
-def check_schema(path, whitespace=None, verbose=False, out=sys.stdout):
+def check_schema(path, whitespace=None, verbose=False, out=None):
     """Body of ``cfgmask check --schema``: compile, print the sizes and times; returns the exit code."""
     from ..lexer import LexerSpec
+    # looked up per call: a default bound at import would keep whatever stdout was then
+    out = sys.stdout if out is None else out
     t0 = time.perf_counter()
     src = SchemaSource(path, whitespace)
     g = src.grammar
