@@ -12,7 +12,11 @@ published when built) or ``off``.  Also reported: the compile's own
 after the first mask), and the peak RSS of the process (``ru_maxrss``) at the
 end, slices built in every mode but ``off``.
 
-Run: ``python benchmarks/run_slices_lazy.py [--repeat 3] [--modes eager,lazy,off] [grammar ...]``
+``--before-src DIR`` adds the mode ``before``: the ``cfgmask`` package in DIR
+(a copy of the tree before this change, its compiled extensions included)
+with its default slices, in runs that alternate with the others.
+
+Run: ``python benchmarks/run_slices_lazy.py [--repeat 3] [--modes eager,lazy,off] [--before-src DIR] [grammar ...]``
 """
 
 import argparse
@@ -49,7 +53,7 @@ def worker(grammar, mode):
     prep.trie, prep.token_bytes_flat  # noqa: B018 - prepared, not timed
     prep.first_byte_sets()
     path = os.path.join(ROOT, "grammars", f"{grammar}.lark")
-    slices = {"eager": "eager", "lazy": True, "off": False}[mode]
+    slices = {"eager": "eager", "lazy": True, "off": False, "before": True}[mode]
     import cfgmask.compiler
     if not hasattr(cfgmask.compiler.CompiledGrammar, "wait_slices"):
         slices = bool(slices)    # a version before lazy slices: True was eager
@@ -75,11 +79,12 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--modes", default="eager,lazy,off")
     ap.add_argument("--worker", nargs=2)
+    ap.add_argument("--before-src")
     a = ap.parse_args()
     if a.worker:
         return worker(*a.worker)
     _dump()
-    modes = a.modes.split(",")
+    modes = a.modes.split(",") + (["before"] if a.before_src else [])
     print("| grammar | mode | time to first mask (median) | slices published | peak RSS | slices |")
     print("|---|---|---|---|---|---|")
     for g in a.grammars:
@@ -88,6 +93,8 @@ def main():
             for mode in modes:        # modes alternate, so load drifts hit each alike
                 with tempfile.TemporaryDirectory() as d:
                     env = dict(os.environ, CFGMASK_CACHE_DIR=d)
+                    if mode == "before":
+                        env["PYTHONPATH"] = a.before_src
                     out = subprocess.run([sys.executable, __file__, "--worker", g, mode], env=env,
                                          capture_output=True, text=True, check=True)
                 res[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))

@@ -122,9 +122,11 @@ def compile(grammar, vocab, *, limits=None, progress=None, slices=True):
     use to force slices onto tiny vocabularies.
 
     When: by default slices are *lazy* (issue 23): the first masks use the
-    plain forest walk, and the slices are derived on a background thread
-    started by the first mask, then published to every matcher at its next
-    fill (:meth:`CompiledGrammar.wait_slices`).  ``slices="eager"`` derives
+    plain forest walk, and once the runtime has walked ``SLICES_HOT_NODES``
+    forest nodes building its caches (the work slices save) a fill starts a
+    background thread that derives them; they are published to every matcher
+    at its next fill (:meth:`CompiledGrammar.wait_slices`).  A dict's
+    ``"hot_nodes"`` changes that threshold (0: the first fill).  ``slices="eager"`` derives
     them before ``compile`` returns (the old behaviour); a dict takes
     ``"when": "eager" | "lazy" | "manual"`` (manual: only
     :meth:`~CompiledGrammar.wait_slices` builds them, which tests use to
@@ -159,6 +161,11 @@ def compile(grammar, vocab, *, limits=None, progress=None, slices=True):
 
 
 _SLICE_WHEN = ("eager", "lazy", "manual")
+# Lazy slices are derived once the runtime has walked this many forest nodes
+# building its caches: the work slices save.  json with SmolLM2 walks about
+# 110,000 over 20 documents (and its masks are as fast without slices), sql
+# passes it after about 10 fills, javascript after 5 (docs/compile.md).
+SLICES_HOT_NODES = 500_000
 
 
 def _slice_mode(use_slices):
@@ -170,6 +177,7 @@ def _slice_mode(use_slices):
         return use_slices, {}
     if isinstance(use_slices, dict):
         options = dict(use_slices)
+        options.pop("hot_nodes", None)
         return options.pop("when", "lazy"), options
     env = os.environ.get("CFGMASK_SLICES", "").strip().lower()
     if env in ("0", "off", "false", "no"):
@@ -215,6 +223,8 @@ class CompiledGrammar:
         t2 = time.perf_counter()
         p = self.prepared
         when, self._slice_options = _slice_mode(use_slices)
+        self._hot_nodes = int(use_slices.get("hot_nodes", SLICES_HOT_NODES)) if isinstance(use_slices, dict) \
+            else SLICES_HOT_NODES
         self._slices = None
         self.slice_error = None           # why lazily built slices stayed off, if they did
         self._slice_lock = threading.Lock()
@@ -222,7 +232,8 @@ class CompiledGrammar:
         # 0: to build (lazily); 1: building; 2: published, failed or not wanted
         self._slice_state = 0 if when in ("lazy", "manual") else 2
         self._slice_pid = os.getpid()    # the process whose thread builds them (see wait_slices)
-        # the first fill starts the background build (checked on every fill: one attribute)
+        # a fill starts the background build once the runtime has walked _hot_nodes
+        # forest nodes (checked on every fill while pending: two attributes)
         self._slices_pending = when == "lazy"
         if when == "eager":
             from . import slices as _slices
@@ -274,7 +285,8 @@ class CompiledGrammar:
         return self._slice_done.wait(timeout)
 
     def _start_slices(self):
-        """The first fill's hook: derive the lazy slices on a daemon thread."""
+        """A fill's hook once the plain walk proved costly (``SLICES_HOT_NODES``
+        forest nodes walked): derive the lazy slices on a daemon thread."""
         self._slices_pending = False
         with self._slice_lock:
             if self._slice_state != 0:
@@ -364,7 +376,7 @@ class CompiledGrammar:
         if n_threads < 0:
             raise ConfigurationError(f"n_threads must be >= 0, got {n_threads}")
         dead = _fill_rows([None if m is None else m._core for m in matchers], arr, n_threads)
-        if self._slices_pending:
+        if self._slices_pending and rt.nodes_walked >= self._hot_nodes:
             self._start_slices()
         if dead >= 0:
             core = matchers[dead]._core
@@ -428,7 +440,7 @@ class Matcher:
             self._rt = rt
         # the core checks dtype, shape, strides, writability and the row on every call
         any_allowed = self._core.fill_row(arr, row)
-        if c._slices_pending:
+        if c._slices_pending and rt.nodes_walked >= c._hot_nodes:
             c._start_slices()
         if not any_allowed:
             raise DeadEnd(

@@ -337,6 +337,7 @@ def _terminal_slices(pattern, class_table, get_dfa):
     return got
 
 
+_MISSING = object()
 _RUN_SLICES = {}          # (class regex, suffix) -> run Slice or None (refused), shared by all terminals
 
 
@@ -344,8 +345,9 @@ def _run_slice(cls, suffix):
     """The run slice ``cls + suffix`` (``[a-z]+``, ``[0-9]{1,8}``), memoised: one
     object (and one digest) however many terminals and grammars offer it."""
     k = (cls, suffix)
-    if k in _RUN_SLICES:
-        return _RUN_SLICES[k]
+    got = _RUN_SLICES.get(k, _MISSING)     # one lookup: another thread may drop the entry
+    if got is not _MISSING:
+        return got
     try:
         d = _rx.compile_regex(cls + suffix, name=f"run{suffix}", max_states=4096)
         got = Slice(f"run{suffix}", _prefix_dfa(d))

@@ -24,7 +24,7 @@ from cfgmask import slices as S
 from cfgmask.errors import ConfigurationError
 from tests import vocabs as V
 
-FORCED = {"min_tokens": 2, "min_fraction": 0.0}
+FORCED = {"min_tokens": 2, "min_fraction": 0.0, "hot_nodes": 0}
 
 
 def _tiny_vocab(extra):
