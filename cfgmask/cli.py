@@ -299,10 +299,19 @@ def _check_generate_args(args):
         if given:
             raise ConfigurationError(f"--schema constrains by the schema alone: drop {', '.join(given)}")
     else:
-        if args.whitespace is not None:
-            raise ConfigurationError("--whitespace is the JSON layout of --schema; it needs --schema")
         if args.grammar is None:
             args.grammar = "json"
+        if args.whitespace is not None and (args.grammar != "json" or args.full_language):
+            raise ConfigurationError("--whitespace is the JSON layout of --schema or of the json generation profile")
+    if args.db is not None or args.statements is not None:
+        if args.grammar != "sql" or args.full_language:
+            raise ConfigurationError("--db and --statements need --grammar sql and its generation profile")
+        if args.db is not None and args.tables is not None:
+            raise ConfigurationError("--db gives the tables: drop --tables")
+        if args.db is None:
+            raise ConfigurationError("--statements needs --db (without a schema every statement is allowed)")
+        from .profiles import database_options
+        args.db_options = database_options(args.db, args.statements)  # reads the schema: errors before the model
     if args.tables is not None:
         if args.grammar != "sql" or args.full_language:
             raise ConfigurationError("--tables needs --grammar sql and its generation profile")
@@ -329,6 +338,10 @@ def cmd_generate(args):
     else:
         profile = "full" if args.full_language else "generate"
         opts = {"tables": args.tables} if args.tables is not None else {}
+        if args.db is not None:
+            opts = dict(args.db_options)
+        if args.whitespace is not None:
+            opts["whitespace"] = args.whitespace
         src = GrammarSource(args.grammar, start=args.start, profile=profile, **opts)
         default_system = DEFAULT_SYSTEM.get(args.grammar)
     sess = Session(args, src, quiet=args.quiet)
@@ -445,9 +458,12 @@ def cmd_demo(args):
             enc = sess.encode_prompt(prompt.text, system=system)
             lane_compiled = dict(compiled)
             if prompt.schema and "generate" in lanes:
-                # the SQL generation profile knows the prompt's tables (the full language does not)
+                # the SQL generation profile gets the prompt's schema, as `generate --db` would
+                # (its tables and columns, read-only); the full language does not
+                from .profiles import database_options
+                from .sql_schema import SqlSchema
                 lane_compiled["generate"] = sess.compile(GrammarSource(
-                    name, profile="generate", tables=judges.sql_tables(prompt.schema)))
+                    name, profile="generate", **database_options(SqlSchema.from_ddl(prompt.schema))))
             for lane in lanes:
                 a = acc[lane]
                 _seed(args.seed)
@@ -631,7 +647,8 @@ def _add_schema_args(p):
     p.add_argument("--schema", metavar="FILE.json", default=None,
                    help="constrain to a JSON schema instead of a grammar (docs/json-schema.md)")
     p.add_argument("--whitespace", default=None, choices=("compact", "pretty", "flexible"),
-                   help="JSON layout for --schema (default: cfgmask.json_schema.DEFAULT_WHITESPACE)")
+                   help="JSON layout for --schema (default: cfgmask.json_schema.DEFAULT_WHITESPACE); "
+                        "generate: also of the json generation profile (default pretty)")
 
 
 def build_parser():
@@ -665,6 +682,13 @@ def build_parser():
     p.add_argument("--tables", default=None, metavar="T1,T2,...",
                    help="SQL: the tables that exist; FROM/JOIN/INTO/UPDATE may only name these "
                         "(a keyword or a name with a space is written quoted: \"order\", MySQL `order`)")
+    p.add_argument("--db", default=None, metavar="FILE",
+                   help="SQL: a SQLite database or a file of CREATE TABLE statements; table and column names "
+                        "are restricted to its schema and statements to read-only SELECT/WITH "
+                        "(docs/generation.md, 'Schema-aware SQL')")
+    p.add_argument("--statements", default=None, metavar="K1,K2",
+                   help="with --db: the statement kinds allowed (select, insert, update, delete, create, "
+                        "or all; default select)")
     p.add_argument("--repetition-penalty", type=_above(0.0), default=1.2, metavar="P",
                    help="transformers' repetition penalty (default 1.2: the 135M default model loops "
                         "without it; 1 turns it off)")
@@ -692,7 +716,10 @@ def build_parser():
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("bench", help="time to first mask and mask latency of cfgmask next to the installed "
-                                      "peers (llguidance, XGrammar) on your grammar and tokenizer")
+                                      "peers (llguidance, XGrammar) on your grammar and tokenizer",
+                       description="A quick comparison (cfgmask/bench.py, docs/performance.md): time to first "
+                                   "mask and mask p50/p90/p99, peers with cfgmask / peer. With --schema every "
+                                   "engine gets flexible whitespace unless --whitespace sets cfgmask's.")
     p.add_argument("grammar", metavar="GRAMMAR", nargs="?",
                    help="a .lark file or a builtin name (json, sql, javascript)")
     _add_schema_args(p)

@@ -294,7 +294,8 @@ def test_empty_schema_path_exits_2(cmd, capsys, no_model_load):
 
 
 @pytest.mark.parametrize("cmd", [["check", "json", "--whitespace", "pretty"],
-                                 ["generate", "--whitespace", "pretty", "hi"]])
+                                 ["generate", "--grammar", "sql", "--whitespace", "pretty", "hi"],
+                                 ["generate", "--full-language", "--whitespace", "pretty", "hi"]])
 def test_whitespace_needs_schema(cmd, capsys, no_model_load):
     line = one_line_error(*run(capsys, *cmd)[::2])
     assert "--whitespace" in line
