@@ -133,7 +133,9 @@ def masks_digest():
     slices._DERIVED.clear()
     slices._CANDIDATE_KEYS.clear()
     vocab = small_vocab()
-    c = cfgmask.compile(Grammar.builtin("json"), vocab)
+    # eager: lazy slices (the default) are built only once the walk is hot,
+    # which a 1,500-token vocabulary never is, and every slice entry must be read here
+    c = cfgmask.compile(Grammar.builtin("json"), vocab, slices="eager")
     vocab.prepared().part("subtree_bytes")   # the one part a compile does not read
     m = c.matcher()
     h = hashlib.sha256()

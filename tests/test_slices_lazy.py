@@ -197,7 +197,8 @@ def test_slices_argument_and_environment(monkeypatch):
     assert C._slice_mode(True) == ("eager", {})
     monkeypatch.delenv("CFGMASK_SLICES")
     assert C._slice_mode(True) == ("lazy", {})
-    assert C._slice_mode({"min_tokens": 2}) == ("lazy", {"min_tokens": 2})
+    assert C._slice_mode({"min_tokens": 2}) == ("eager", {"min_tokens": 2})
+    assert C._slice_mode({"min_tokens": 2, "when": "lazy", "hot_nodes": 5}) == ("lazy", {"min_tokens": 2})
     c = cfgmask.compile(g, vocab, slices=dict(FORCED, when="eager"))
     assert c._slice_state == 2 and c.slices is not None
 
