@@ -129,3 +129,20 @@ def test_from_lark_end_to_end_unchanged(tmp_path, monkeypatch):
     ref = _normalise(_reference(open(path, encoding="utf-8").read(), path), "start", b"", path)
     assert g.terminal_patterns == ref.terminal_patterns
     assert g.rules_text() == ref.rules_text()
+
+
+def test_width_memo_gives_lark_widths():
+    """The memoised get_regexp_width Lark's compile uses returns what Lark's own does."""
+    import lark.lexer
+    import lark.utils
+    lark_loader._memoise_lark_widths()
+    lark_loader._memoise_lark_widths()  # installed once
+    memo = lark.lexer.get_regexp_width
+    assert memo._cfgmask_memo and memo.__wrapped__ is lark.utils.get_regexp_width
+    for rx in ["a+", "(?:ab|c)", "x?", "(?:a|bb){2,5}", "[0-9]*\\.[0-9]+", "\\p{L}+", "é|ab"]:
+        for _ in range(2):   # a miss, then a hit
+            assert memo(rx) == lark.utils.get_regexp_width(rx), rx
+    for _ in range(2):  # errors are raised every time, not memoised
+        with pytest.raises(Exception):
+            memo("a(")
+    assert "a(" not in lark_loader._WIDTH_MEMO
