@@ -648,7 +648,7 @@ def _add_schema_args(p):
                    help="constrain to a JSON schema instead of a grammar (docs/json-schema.md)")
     p.add_argument("--whitespace", default=None, choices=("compact", "pretty", "flexible"),
                    help="JSON layout for --schema (default: cfgmask.json_schema.DEFAULT_WHITESPACE); "
-                        "generate: also of the json generation profile (default pretty)")
+                        "generate: also of the json generation profile (default compact)")
 
 
 def build_parser():

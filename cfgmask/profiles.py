@@ -28,8 +28,8 @@ rules and the same terminals, by name) with
   ``statements``, or both from a schema with ``database``): column
   references may only name the given columns, and only the given statement
   kinds may be written (``database`` makes it read-only by default);
-* **one JSON layout** (option ``whitespace``): ``pretty`` (the default) or
-  ``compact`` replace json.lark's rules by depth-indexed copies with each
+* **one JSON layout** (option ``whitespace``): ``compact`` (the default) or
+  ``pretty`` replace json.lark's rules by depth-indexed copies with each
   ``_WS?`` removed or made the one whitespace lexeme the layout puts there;
   ``flexible`` is the bounded whitespace above.
 
@@ -104,7 +104,7 @@ MAX_STRING = 64          # characters inside a string literal
 MAX_KEY = 32             # characters inside a JSON key (whitespace "pretty" and "compact")
 
 # The whitespace the JSON profile's "flexible" style allows at each place
-# json.lark has `_WS?` (the default style, "pretty", and "compact" are one
+# json.lark has `_WS?` ("compact", the default, and "pretty" are one
 # layout each: _json_rules).  `%(indent)d` is replaced by max_indent.  It must
 # stay a subset of json.lark's `_WS` (apply() checks).
 JSON_WHITESPACE = r"[ ]|\n[ ]{0,%(indent)d}"
@@ -332,12 +332,12 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     kind); ``None``: all.
 
     ``whitespace`` (JSON only): the layout, one of :data:`JSON_STYLES`:
-    ``"pretty"`` (the default; ``json.dumps(indent=2)``'s layout: after ``{``,
+    ``"compact"`` (the default: no whitespace at all), ``"pretty"``
+    (``json.dumps(indent=2)``'s layout: after ``{``,
     ``[`` and ``,`` a line break and 2 spaces per level, before ``}`` and
     ``]`` a line break and the outer level's indentation, ``": "`` after a
     key, no other whitespace; ``{}`` and ``[]`` when empty; levels past
-    :data:`JSON_MAX_DEPTH` keep its indentation), ``"compact"`` (no
-    whitespace) or ``"flexible"`` (one space or a line break and up to
+    :data:`JSON_MAX_DEPTH` keep its indentation) or ``"flexible"`` (one space or a line break and up to
     ``max_indent`` spaces wherever json.lark allows whitespace).  Under
     ``pretty`` and ``compact`` a key has at most ``max_key`` characters.
 
@@ -836,7 +836,10 @@ STATEMENT_KINDS = {"select": "select_stmt", "insert": "insert_stmt", "update": "
 READ_ONLY = ("select",)  # SELECT, WITH ... SELECT and VALUES
 
 JSON_STYLES = ("pretty", "compact", "flexible")
-JSON_DEFAULT_STYLE = "pretty"
+# compact, not pretty: on the demo's 6 JSON prompts (SmolLM2, 128 tokens) pretty
+# passed 2/6 (3/6 at 160 tokens): its newlines and indents spend the budget and
+# 4 outputs were cut; compact passed 6/6 (docs/generation.md, "JSON layout")
+JSON_DEFAULT_STYLE = "compact"
 JSON_INDENT = 2          # spaces per level (pretty), as json.dumps(indent=2)
 JSON_MAX_DEPTH = 16      # deeper levels keep this level's indentation (as cfgmask.json_schema's pretty)
 JSON_KEY = "KEY"
