@@ -37,6 +37,7 @@ from tests.test_grammars_lark import _is_syntax_error, _sqlite_error
 from tests.test_sampling_engines import _js_errors
 from tests.test_sampling_lark import SEED, Sampler, sampling_vocab
 from grammar_sampler import sample_regex  # noqa: E402  (tools/, on sys.path via test_grammars_lark)
+from tests.vocabs import byte_vocab
 
 NAMES = ("json", "sql", "javascript")
 FENCES = {"json": "```json\n", "sql": "```sql\n", "javascript": "```js\n"}
@@ -52,11 +53,6 @@ def profile(name):
 @functools.lru_cache(maxsize=None)
 def full(name):
     return Grammar.builtin(name)
-
-
-@functools.lru_cache(maxsize=None)
-def byte_vocab():
-    return cfgmask.Vocabulary([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
 
 
 @functools.lru_cache(maxsize=None)

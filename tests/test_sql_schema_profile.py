@@ -20,6 +20,7 @@ import cfgmask
 from cfgmask import profiles
 from cfgmask.grammar import Grammar
 from cfgmask.sql_schema import SqlSchema, read_schema
+from tests.vocabs import byte_vocab, takes
 
 # names that need quoting included: "order" and "group" are keywords, "first name" has a space
 DDL = """
@@ -40,11 +41,6 @@ def db_path(tmp_path_factory):
 
 
 @functools.lru_cache(maxsize=None)
-def byte_vocab():
-    return cfgmask.Vocabulary([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
-
-
-@functools.lru_cache(maxsize=None)
 def compiled(statements=None):
     g = Grammar.builtin("sql", profile="generate", database=SqlSchema.from_ddl(DDL), statements=statements)
     return cfgmask.compile(g, byte_vocab())
@@ -53,15 +49,6 @@ def compiled(statements=None):
 @functools.lru_cache(maxsize=None)
 def full_compiled():
     return cfgmask.compile(Grammar.builtin("sql"), byte_vocab())
-
-
-def takes(c, doc):
-    m = c.matcher()
-    try:
-        m.consume_many(list(doc.encode("utf-8")) + [256])
-    except cfgmask.TokenRejected:
-        return False
-    return True
 
 
 def explain(path, doc):

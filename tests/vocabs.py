@@ -199,3 +199,22 @@ def sp_reference_token_bytes():
 
 
 ALL_VOCABS = {"smollm2": smollm2_vocab, "tekken": tekken_vocab, "sp": sp_vocab}
+
+
+# ------------------------------------------------------------------ bytes
+
+@functools.lru_cache(maxsize=None)
+def byte_vocab():
+    """One token per byte (ids 0-255) plus EOS (256): every grammar can be walked byte by byte."""
+    return Vocabulary([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
+
+
+def takes(compiled, doc):
+    """Does ``compiled`` (over :func:`byte_vocab`) accept the whole of ``doc``, EOS included?"""
+    from cfgmask import TokenRejected
+    m = compiled.matcher()
+    try:
+        m.consume_many(list(doc.encode("utf-8")) + [256])
+    except TokenRejected:
+        return False
+    return True
