@@ -1,4 +1,5 @@
-"""pytest-benchmark versions of the mask-latency measurements (DESIGN.md §5).
+"""pytest-benchmark versions of the mask-latency measurements
+(docs/architecture.md, "How performance is measured").
 
 Run: ``pytest benchmarks/bench_masks.py --benchmark-enable`` (add
 ``--benchmark-group-by=param:grammar,param:tokenizer`` to line the engines

@@ -161,7 +161,7 @@ class CfgmaskEngine:
         try_consume = getattr(m, "try_consume", None)
         if try_consume is not None:
             return try_consume(t)
-        try:  # the public API (DESIGN §3): consume raises TokenRejected
+        try:  # the public API (docs/architecture.md): consume raises TokenRejected
             m.consume(t)
             return True
         except cfgmask.TokenRejected:

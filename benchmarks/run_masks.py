@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Mask latency of cfgmask next to llguidance (and XGrammar for JSON), in one run (DESIGN.md §5).
+"""Mask latency of cfgmask next to llguidance (and XGrammar for JSON), in one run
+(docs/architecture.md, "How performance is measured").
 
 For every (grammar, tokenizer) pair -- grammars json, sql, javascript;
 tokenizers SmolLM2 49k, tekken 131k, Mistral SentencePiece v3 32k -- this

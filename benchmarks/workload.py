@@ -1,4 +1,5 @@
-"""Which documents the mask benchmarks replay, per grammar (DESIGN.md §5, §6).
+"""Which documents the mask benchmarks replay, per grammar
+(docs/architecture.md, "How performance is measured").
 
 ``candidates(grammar)`` returns ``[(name, text)]`` in the order the
 benchmark takes them; a run takes the first documents that every engine

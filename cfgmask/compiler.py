@@ -12,7 +12,7 @@ threads.  Each matcher has its own lock: its methods may be called from any
 thread.
 
 A :class:`Matcher` is one decoding in progress.  Its methods are the public
-API of DESIGN.md §3.
+API of docs/architecture.md ("Public API").
 """
 
 import os

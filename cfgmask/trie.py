@@ -6,20 +6,10 @@ subtree in one jump; if it is accepted, mark the node's token and descend.
 For that loop the trie is stored as parallel NumPy arrays over nodes in
 depth-first (pre-)order, children sorted by byte.
 
-Layout (``n`` nodes, ``V`` = ``vocab_size`` token ids):
-
-=====================  ===========  ===============================================
-array                  dtype        meaning
-=====================  ===========  ===============================================
-``node_byte``          uint8[n]     byte on the edge into the node (root: 0)
-``node_depth``         int32[n]     bytes from the root (root: 0)
-``node_token``         int32[n]     smallest token id whose bytes end here, or -1
-``node_subtree_end``   int32[n]     first node index after this node's subtree
-``node_first_child``   int32[n]     ``i + 1`` if the node has children, else -1
-``token_same_next``    int32[V]     next larger token id with the same bytes, or -1
-``token_node``         int32[V]     node where the token's bytes end, or -1 for a
-                                    ``None`` (special) token and ids past the tokenizer
-=====================  ===========  ===============================================
+Layout: the arrays (``node_byte``, ``node_depth``, ``node_token``,
+``node_subtree_end``, ``node_first_child`` over ``n`` nodes; ``token_same_next``,
+``token_node`` over ``V`` = ``vocab_size`` ids) are tabled in docs/vocab.md
+("TokTrie"), the one copy of that table.
 
 Invariants:
 
@@ -39,15 +29,8 @@ Invariants:
   its own rule.
 
 Sizes: 13 bytes per node for the four walk arrays (17 with
-``node_first_child``) and 8 bytes per token id.  Measured (``docs/vocab.md``):
-
-============================  =========  ==========  ============  =========  ========
-vocabulary                    ids        trie nodes  nodes/token   max depth  arrays
-============================  =========  ==========  ============  =========  ========
-SmolLM2 (byte-level BPE)      49,152     100,298     2.04          81         2.1 MB
-Mistral tekken (tiktoken)     131,072    266,313     2.05          76         5.6 MB
-Mistral SentencePiece v3      32,768     55,935      1.75          25         1.2 MB
-============================  =========  ==========  ============  =========  ========
+``node_first_child``) and 8 bytes per token id; about 2 nodes per token on
+the real vocabularies (measured per vocabulary in docs/vocab.md).
 
 Build (vectorised, no per-node Python loop, linear in the total token bytes
 whatever the longest token): sort the token ids by their bytes (Python's

@@ -213,7 +213,7 @@ def test_lark_grammar_of_lark_compiles():
 
 
 def test_greedy_lexing_differs_from_lark_backtracking():
-    """Documented limit (DESIGN §2): lexemes grow while *some* allowed terminal
+    """Documented limit (docs/architecture.md, "Semantics"): lexemes grow while *some* allowed terminal
     can continue, with one byte of look-ahead and no backtracking.  In
     lark.lark, COMMENT starts with ``\\s*``, so the blank before ``/x/`` is
     read as the start of a comment and ``a: /x/`` is refused, while Lark's

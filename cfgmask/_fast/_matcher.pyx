@@ -544,7 +544,7 @@ cdef class Runtime:
         return <int32_t>n
 
     property use_subtree_accept:
-        """Whole-subtree accept (DESIGN §4): allow every token below a trie node without
+        """Whole-subtree accept (docs/architecture.md): allow every token below a trie node without
         walking it when the lexer state loops on every byte of the subtree.  Off by
         default: on the bundled grammars it cost more in checks than it saved
         (docs/architecture.md).  Switching it on builds the per-node byte sets
