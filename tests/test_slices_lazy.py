@@ -195,8 +195,10 @@ def test_slices_argument_and_environment(monkeypatch):
     assert cfgmask.compile(g, vocab).slices is None
     monkeypatch.setenv("CFGMASK_SLICES", "eager")
     assert C._slice_mode(True) == ("eager", {})
-    monkeypatch.delenv("CFGMASK_SLICES")
+    monkeypatch.setenv("CFGMASK_SLICES", "lazy")
     assert C._slice_mode(True) == ("lazy", {})
+    monkeypatch.delenv("CFGMASK_SLICES")
+    assert C._slice_mode(True) == ("eager", {})  # eager by default: cold masks (docs/compile.md)
     assert C._slice_mode({"min_tokens": 2}) == ("eager", {"min_tokens": 2})
     assert C._slice_mode({"min_tokens": 2, "when": "lazy", "hot_nodes": 5}) == ("lazy", {"min_tokens": 2})
     c = cfgmask.compile(g, vocab, slices=dict(FORCED, when="eager"))
