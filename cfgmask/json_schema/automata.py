@@ -286,8 +286,6 @@ def bounded_string_dfa(lo, hi, quoted=True, canonical=False):
         return cached, text
     gtrans, gfinal = json_char_dfa(canonical)
     k = gtrans.shape[0]
-    # state ids: 0 = before the opening quote, 1 = after the closing quote,
-    # 2 + i*k + g = layer i, char-automaton state g
     if not quoted:
         # layer i = i characters read; layer i's start state accepts when i >= lo
         n = (hi + 1) * k
@@ -303,16 +301,24 @@ def bounded_string_dfa(lo, hi, quoted=True, canonical=False):
         dfa = _finish(trans, accepting, text, minimize=False)
         remember_dfa(text, dfa)
         return dfa, text
+    return _quoted_layers(lo, hi, False, text, gtrans, gfinal), text
+
+
+def _quoted_layers(lo, hi, loop_last, text, gtrans, gfinal):
+    """The quoted layered automaton: state 0 before the opening quote, 1 after
+    the closing one, ``2 + i*k + g`` = ``i`` characters read, character
+    automaton state ``g``; the closing quote is allowed from layers ``lo`` to
+    ``hi``, and a character finished in layer ``hi`` goes nowhere or, with
+    ``loop_last``, back to layer ``hi`` (at least ``lo = hi`` characters)."""
+    k = gtrans.shape[0]
     n = 2 + (hi + 1) * k
     trans = np.full((n, 256), -1, np.int32)
     trans[0, _QUOTE] = 2
     for i in range(hi + 1):
         base = 2 + i * k
         layer = np.where(gtrans >= 0, gtrans + base, -1)
-        if i < hi:
-            layer = np.where(gtrans == gfinal, 2 + (i + 1) * k, layer)
-        else:
-            layer = np.where(gtrans == gfinal, -1, layer)
+        nxt = 2 + (i + 1) * k if i < hi else (base if loop_last else -1)
+        layer = np.where(gtrans == gfinal, nxt, layer)
         trans[base:base + k] = layer
         if i >= lo:
             trans[base, _QUOTE] = 1
@@ -320,7 +326,7 @@ def bounded_string_dfa(lo, hi, quoted=True, canonical=False):
     accepting[1] = True
     dfa = _finish(trans, accepting, text, minimize=False)
     remember_dfa(text, dfa)
-    return dfa, text
+    return dfa
 
 
 def min_length_string_dfa(lo, canonical=False):
@@ -336,21 +342,7 @@ def min_length_string_dfa(lo, canonical=False):
     if cached is not None:
         return cached, text
     gtrans, gfinal = json_char_dfa(canonical)
-    k = gtrans.shape[0]
-    n = 2 + (lo + 1) * k
-    trans = np.full((n, 256), -1, np.int32)
-    trans[0, _QUOTE] = 2
-    for i in range(lo + 1):
-        base = 2 + i * k
-        layer = np.where(gtrans >= 0, gtrans + base, -1)
-        layer = np.where(gtrans == gfinal, 2 + min(i + 1, lo) * k, layer)
-        trans[base:base + k] = layer
-    trans[2 + lo * k, _QUOTE] = 1
-    accepting = np.zeros(n, bool)
-    accepting[1] = True
-    dfa = _finish(trans, accepting, text, minimize=False)
-    remember_dfa(text, dfa)
-    return dfa, text
+    return _quoted_layers(lo, lo, True, text, gtrans, gfinal), text
 
 
 def _char_position_dfa(canonical):
