@@ -364,7 +364,7 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     elif whitespace is not None:
         raise ConfigurationError(f"the {base} profile takes no whitespace style (whitespace= is for json)")
     if columns is not None:
-        columns = tuple(columns)
+        columns = _as_tuple(columns, "columns")
         if not spec.column_ref_rule:
             raise ConfigurationError(f"the {base} profile takes no columns")
         if not columns or not all(isinstance(c, str) and c for c in columns):
@@ -372,7 +372,7 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     if statements is not None:
         statements = _statement_kinds(statements, spec, grammar, base)
     if tables is not None:
-        tables = tuple(tables)
+        tables = _as_tuple(tables, "tables")
         if not spec.table_rules:
             raise ConfigurationError(f"the {base} profile takes no tables")
         if not tables or not all(isinstance(t, str) and t for t in tables):
@@ -1021,13 +1021,21 @@ def _json_layout_terminals(style, max_key, string_pattern):
     return out
 
 
+def _as_tuple(value, what):
+    """``tuple(value)``, or the option named in a ConfigurationError when it is no collection."""
+    try:
+        return tuple(value)
+    except TypeError:
+        raise ConfigurationError(f"{what} must be a list of names, not {value!r:.40}") from None
+
+
 def _statement_kinds(statements, spec, grammar, base):
     """``statements`` checked: a tuple of :data:`STATEMENT_KINDS` the grammar has (``"all"``: all of them)."""
     if not spec.statement_rule:
         raise ConfigurationError(f"the {base} profile takes no statements")
     if isinstance(statements, str):
         statements = [k.strip() for k in statements.split(",") if k.strip()]
-    statements = tuple(statements)
+    statements = _as_tuple(statements, "statements")
     have = set()
     for r in range(grammar.n_rules):
         if grammar.symbol_name(int(grammar.rule_lhs[r])) == spec.statement_rule:

@@ -335,3 +335,16 @@ def _real_schema(name):
 def test_stalled_maskbench_schemas_answer(name):
     out = _compile_in_child(json.dumps(_real_schema(name)))
     assert out == "ok" or out.startswith("refused"), out
+
+
+@pytest.mark.parametrize("kw", [dict(property_order="nope"), dict(property_order=[1]),
+                                dict(max_work=-1), dict(max_work="5"), dict(max_work=True),
+                                dict(time_limit_s=float("nan")), dict(time_limit_s=-3),
+                                dict(time_limit_s=float("inf"))])
+def test_bad_compile_options_name_the_option(kw):
+    """A malformed option is a GrammarError naming it (property_order was a bare ValueError,
+    the budget options were taken as given)."""
+    (name, value), = kw.items()
+    with pytest.raises(GrammarError) as e:
+        Grammar.from_json_schema({"type": "integer"}, **kw)
+    assert name in str(e.value)

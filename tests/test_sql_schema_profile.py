@@ -272,3 +272,11 @@ def test_cli_db_and_statements(db_path, tmp_path, monkeypatch, capsys):
         assert cli.main(["generate", *argv, "hi"]) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and err.startswith("cfgmask: "), err
+
+
+@pytest.mark.parametrize("kw", [dict(statements=5), dict(tables=5), dict(columns=3.5)])
+def test_option_that_is_no_list_is_a_configuration_error(kw):
+    """Not a TypeError out of tuple(): the option is named."""
+    (name, _), = kw.items()
+    with pytest.raises(cfgmask.ConfigurationError, match=name):
+        Grammar.builtin("sql", profile="generate", **kw)

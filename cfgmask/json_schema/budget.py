@@ -36,6 +36,16 @@ class Budget:
     """Work counter plus deadline; ``charge`` raises once either is spent."""
 
     def __init__(self, max_work=DEFAULT_MAX_WORK, time_limit_s=DEFAULT_TIME_LIMIT_S):
+        # the options as the other schema options are refused: a GrammarError naming them
+        if max_work is not None and (isinstance(max_work, bool) or not isinstance(max_work, int)
+                                     or max_work < 1):
+            raise GrammarError(f"max_work must be a positive int or None, not {max_work!r:.40}",
+                               where="max_work", construct="max_work")
+        if time_limit_s is not None and (isinstance(time_limit_s, bool)
+                                         or not isinstance(time_limit_s, (int, float))
+                                         or not 0 < time_limit_s < float("inf")):
+            raise GrammarError(f"time_limit_s must be a positive finite number or None, "
+                               f"not {time_limit_s!r:.40}", where="time_limit_s", construct="time_limit_s")
         self.max_work = max_work
         self.time_limit_s = time_limit_s
         self.work = 0

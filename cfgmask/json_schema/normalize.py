@@ -193,7 +193,9 @@ class Normalizer:
         self.doc = doc
         self.strict = strict
         if property_order not in PROPERTY_ORDERS:
-            raise ValueError(f"property_order must be one of {', '.join(PROPERTY_ORDERS)}")
+            raise GrammarError(f"unknown property_order {property_order!r:.40}; choose one of "
+                               f"{', '.join(PROPERTY_ORDERS)}", where="property_order",
+                               construct="property_order")
         self.property_order = property_order
         self._ref_from = {}      # $ref target -> (pointer, "$ref") where it was first reached
         self.budget = budget if budget is not None else Budget(None, None)
