@@ -342,9 +342,10 @@ def test_stalled_maskbench_schemas_answer(name):
                                 dict(time_limit_s=float("nan")), dict(time_limit_s=-3),
                                 dict(time_limit_s=float("inf"))])
 def test_bad_compile_options_name_the_option(kw):
-    """A malformed option is a GrammarError naming it (property_order was a bare ValueError,
-    the budget options were taken as given)."""
+    """A malformed option is a ConfigurationError naming it (property_order was a bare
+    ValueError, the budget options were taken as given)."""
+    from cfgmask import ConfigurationError
     (name, value), = kw.items()
-    with pytest.raises(GrammarError) as e:
+    with pytest.raises(ConfigurationError) as e:
         Grammar.from_json_schema({"type": "integer"}, **kw)
     assert name in str(e.value)

@@ -16,7 +16,7 @@ limit in the message, before any work is done.
 import contextlib
 import time
 
-from ..errors import CompileBudgetExceeded, GrammarError
+from ..errors import CompileBudgetExceeded, ConfigurationError, GrammarError
 
 # 28x the most any of the 200 JSONSchemaBench schemas or the 8 stalled MaskBench ones
 # uses (7,053); a unit is a node, a split case or a grammar rule (~0.01-1 ms each)
@@ -36,16 +36,15 @@ class Budget:
     """Work counter plus deadline; ``charge`` raises once either is spent."""
 
     def __init__(self, max_work=DEFAULT_MAX_WORK, time_limit_s=DEFAULT_TIME_LIMIT_S):
-        # the options as the other schema options are refused: a GrammarError naming them
+        # a bad option is the caller's mistake, not the schema's: ConfigurationError naming it
         if max_work is not None and (isinstance(max_work, bool) or not isinstance(max_work, int)
                                      or max_work < 1):
-            raise GrammarError(f"max_work must be a positive int or None, not {max_work!r:.40}",
-                               where="max_work", construct="max_work")
+            raise ConfigurationError(f"max_work must be a positive int or None, not {max_work!r:.40}")
         if time_limit_s is not None and (isinstance(time_limit_s, bool)
                                          or not isinstance(time_limit_s, (int, float))
                                          or not 0 < time_limit_s < float("inf")):
-            raise GrammarError(f"time_limit_s must be a positive finite number or None, "
-                               f"not {time_limit_s!r:.40}", where="time_limit_s", construct="time_limit_s")
+            raise ConfigurationError(f"time_limit_s must be a positive finite number or None, "
+                                     f"not {time_limit_s!r:.40}")
         self.max_work = max_work
         self.time_limit_s = time_limit_s
         self.work = 0

@@ -38,7 +38,7 @@ refused (``strict``) or dropped with a warning.
 import json
 from math import gcd
 
-from ..errors import GrammarError
+from ..errors import ConfigurationError, GrammarError
 from . import strings as S
 from .budget import MAX_COUNT, Budget, check_count
 from .errors import Unsupported
@@ -193,9 +193,8 @@ class Normalizer:
         self.doc = doc
         self.strict = strict
         if property_order not in PROPERTY_ORDERS:
-            raise GrammarError(f"unknown property_order {property_order!r:.40}; choose one of "
-                               f"{', '.join(PROPERTY_ORDERS)}", where="property_order",
-                               construct="property_order")
+            raise ConfigurationError(f"unknown property_order {property_order!r:.40}; choose one of "
+                                     f"{', '.join(PROPERTY_ORDERS)}")
         self.property_order = property_order
         self._ref_from = {}      # $ref target -> (pointer, "$ref") where it was first reached
         self.budget = budget if budget is not None else Budget(None, None)
