@@ -78,7 +78,7 @@ def test_replay(benchmark, eng_name, name):
         ours = engine("cfgmask").compile(d["schema"])
     except Exception as e:
         pytest.skip(f"cannot compile {name}: {str(e)[:100]}")
-    from cfgmask.json_schema.serialize import serialize
+    from cfgmask.frontends.json_schema.serialize import serialize
     docs = [serialize(t["data"], ours, "compact") for t in d["tests"] if t["valid"]]
     docs = [tok().encode(x) for x in docs if x is not None]
     n_all = len(docs)

@@ -143,7 +143,7 @@ def batch_scaling(vocab, encode, rows=8, n_threads=(2,), reps=20, trials=3):
 # --------------------------------------------------------------- huge token
 
 def trie_build_ratio(small=100_000, big=1_000_000):
-    from cfgmask.trie import TokTrie
+    from cfgmask.engine.trie import TokTrie
     times = {}
     for n in (small, big):
         toks = [b"a", b"ab", b"a" * n, None]

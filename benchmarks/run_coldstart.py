@@ -70,7 +70,7 @@ def grammar_specs(mirror_dir=None, grammar_dir=None, smoke=False):
         out.append((f"grammars/{name}.lark", "lark", open(path, encoding="utf-8").read(), "start"))
     if not smoke:
         from pathlib import Path
-        from cfgmask.sql_dialects import dialect_text
+        from cfgmask.frontends.sql_dialects import dialect_text
         for d in ("postgres", "mysql"):
             out.append((f"grammars/sql + sql_{d}", "lark",
                         dialect_text(d, Path(ROOT) / "grammars"), "start"))
@@ -114,7 +114,7 @@ class Engines:
     def __init__(self, dump, llg):
         import numpy as np
         import cfgmask
-        from cfgmask.vocab import Vocabulary
+        from cfgmask.engine.vocab import Vocabulary
         from benchmarks.run_ttfm import load_dump, llg_tokenizer
         self.np, self.cfgmask = np, cfgmask
         tb, eos, vs = load_dump(dump)

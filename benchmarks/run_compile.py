@@ -60,7 +60,7 @@ def grammar_paths():
 def dfa_states(grammar):
     """Total DFA states of the terminals, or ``None`` if this cfgmask version does not expose them."""
     try:
-        from cfgmask.lexer import LexerSpec
+        from cfgmask.engine.lexer import LexerSpec
         spec = LexerSpec(grammar)
         return sum(int(spec.n_states(t)) for t in range(grammar.n_terminals))
     except (ImportError, AttributeError, TypeError):

@@ -47,8 +47,8 @@ if ROOT not in sys.path:
 
 import cfgmask  # noqa: E402
 from cfgmask import GrammarError  # noqa: E402
-from cfgmask.json_schema import compile_schema  # noqa: E402
-from cfgmask.json_schema.serialize import serialize  # noqa: E402
+from cfgmask.frontends.json_schema import compile_schema  # noqa: E402
+from cfgmask.frontends.json_schema.serialize import serialize  # noqa: E402
 
 
 def corpora_root():
@@ -266,8 +266,8 @@ def draw(eng, h, tok, rng, max_tokens=300):
 
 
 def clear_cfgmask_caches():
-    from cfgmask import regex
-    from cfgmask.json_schema import automata, strings
+    from cfgmask.automata import regex
+    from cfgmask.frontends.json_schema import automata, strings
     regex._DFA_MEMO.clear()
     automata._SETOP_CACHE.clear()
     automata._G.clear()
@@ -518,7 +518,7 @@ PROBES = [
 def keyword_probes(engines=("cfgmask", "llguidance", "xgrammar")):
     """One row per probe: for each engine "exact", "ignored" (accepts the invalid instance),
     "refused" (compile error) or "too strict" (rejects the valid instance)."""
-    from cfgmask.json_schema.serialize import dumps
+    from cfgmask.frontends.json_schema.serialize import dumps
     tok = Tok()
     engs = [ENGINES[e](tok) for e in engines]
     out = ["| keyword | " + " | ".join(e.name for e in engs) + " |",

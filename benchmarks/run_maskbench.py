@@ -162,7 +162,7 @@ class Cfgmask:
         import numpy as np
 
         import cfgmask
-        from cfgmask.json_schema import compile_schema
+        from cfgmask.frontends.json_schema import compile_schema
         self.cfgmask, self.compile_schema, self.cold = cfgmask, compile_schema, cold
         self.vocab = cfgmask.Vocabulary.from_tekken(tok.path)
         self.bm = np.zeros((1, (self.vocab.vocab_size + 31) // 32), np.int32)

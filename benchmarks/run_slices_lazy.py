@@ -54,8 +54,8 @@ def worker(grammar, mode):
     prep.first_byte_sets()
     path = os.path.join(ROOT, "grammars", f"{grammar}.lark")
     slices = {"eager": "eager", "lazy": True, "off": False, "before": True}[mode]
-    import cfgmask.compiler
-    if not hasattr(cfgmask.compiler.CompiledGrammar, "wait_slices"):
+    import cfgmask.engine.compiler
+    if not hasattr(cfgmask.engine.compiler.CompiledGrammar, "wait_slices"):
         slices = bool(slices)    # a version before lazy slices: True was eager
     t0 = time.perf_counter()
     g = cfgmask.Grammar.from_file(path)

@@ -81,7 +81,7 @@ def dump_vocab(name, path):
 
 def load_dump(path):
     import numpy as np
-    from cfgmask.vocab import Vocabulary
+    from cfgmask.engine.vocab import Vocabulary
     d = np.load(path)
     flat = d["flat"].tobytes()
     out, pos = [], 0
@@ -133,13 +133,13 @@ def worker_ttfm(args):
     import numpy as np
     t_import = time.perf_counter()
     import cfgmask
-    import cfgmask.compiler  # noqa: F401 - module imports are a once-per-process cost,
+    import cfgmask.engine.compiler  # noqa: F401 - module imports are a once-per-process cost,
     import cfgmask.grammar   # noqa: F401   reported apart from the timings below
     try:
-        import cfgmask.slices    # noqa: F401
+        import cfgmask.engine.slices    # noqa: F401
     except ImportError:          # an older cfgmask (--baseline-src) has no slices
         pass
-    from cfgmask.vocab import Vocabulary
+    from cfgmask.engine.vocab import Vocabulary
     import_s = time.perf_counter() - t_import
     lark_import_s = None
     if args.get("case") == "miss":  # a miss imports Lark; time that apart too
@@ -217,7 +217,7 @@ def worker_peers(args):
 def worker_prep(args):
     """Vocabulary preparation in a fresh process."""
     t0 = time.perf_counter()
-    from cfgmask.vocab import Vocabulary
+    from cfgmask.engine.vocab import Vocabulary
     tb, eos, vs = load_dump(args["dump"])
     t1 = time.perf_counter()
     gc.collect()
@@ -354,7 +354,7 @@ def section_regex(grammars, repeat, baseline, log):
     """regex -> DFA per grammar, this version vs ``baseline``'s regex.py, same process."""
     import importlib.util
     import cfgmask
-    from cfgmask import regex
+    from cfgmask.automata import regex
     old = None
     if baseline:
         spec = importlib.util.spec_from_file_location(
@@ -404,7 +404,7 @@ def section_regex(grammars, repeat, baseline, log):
 def section_trie(tokenizers, repeat, baseline, log):
     """TokTrie.build on the real vocabularies, this version vs ``baseline``'s trie.py."""
     import importlib.util
-    from cfgmask.trie import TokTrie
+    from cfgmask.engine.trie import TokTrie
     from tests import vocabs
     spec = importlib.util.spec_from_file_location(
         "cfgmask._baseline_trie", os.path.join(baseline, "cfgmask", "trie.py"))
@@ -446,8 +446,8 @@ def section_hash(log):
 
 def section_big_tokens(sizes_mb, log):
     import random
-    from cfgmask.prepared import subtree_byte_sets
-    from cfgmask.trie import TokTrie
+    from cfgmask.engine.prepared import subtree_byte_sets
+    from cfgmask.engine.trie import TokTrie
     from tests import vocabs
     smol = vocabs.smollm2_vocab()
     ref = []

@@ -10,15 +10,15 @@ Submodules are imported on first use so that ``import cfgmask`` stays cheap.
 
 __version__ = "0.1.0"
 
-from .errors import (BudgetExceeded, CfgmaskError, CompileBudgetExceeded, ConfigurationError,
+from cfgmask.errors import (BudgetExceeded, CfgmaskError, CompileBudgetExceeded, ConfigurationError,
                      DeadEnd, GrammarError, GrammarWarning, TokenRejected)
 
 _LAZY = {
     "Grammar": "grammar",
-    "Vocabulary": "vocab",
-    "compile": "compiler",
-    "CompiledGrammar": "compiler",
-    "Matcher": "compiler",
+    "Vocabulary": "engine.vocab",
+    "compile": "engine.compiler",
+    "CompiledGrammar": "engine.compiler",
+    "Matcher": "engine.compiler",
     "generate": "generate",  # the module, which is callable: cfgmask.generate(model, tok, grammar, prompt, ...)
 }
 

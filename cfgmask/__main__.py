@@ -1,7 +1,7 @@
-"""``python -m cfgmask`` runs the console script (:func:`cfgmask.cli.main`)."""
+"""``python -m cfgmask`` runs the console script (:func:`cfgmask.app.cli.main`)."""
 
 import sys
 
-from .cli import main
+from cfgmask.app.cli import main
 
 sys.exit(main())

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ConfigurationError
+from cfgmask.errors import ConfigurationError
 
 __all__ = ["generate", "GenerateResult", "JumpTokenizer"]
 
@@ -105,7 +105,7 @@ def _logits_width(model):
 
 
 def _vocab_for(tokenizer, width):
-    from .vocab import Vocabulary
+    from cfgmask.engine.vocab import Vocabulary
     hit = _VOCABS.get(id(tokenizer))
     if hit is not None and hit[0] is tokenizer and hit[1] == width:
         return hit[2]
@@ -115,8 +115,8 @@ def _vocab_for(tokenizer, width):
 
 def _compiled_for(grammar, tokenizer, width):
     """``grammar`` (name, Grammar or CompiledGrammar) compiled against ``tokenizer``."""
-    from .compiler import CompiledGrammar, compile as compile_grammar
-    from .grammar import Grammar
+    from cfgmask.engine.compiler import CompiledGrammar, compile as compile_grammar
+    from cfgmask.grammar import Grammar
     if isinstance(grammar, CompiledGrammar):
         if grammar.vocab.n_tokens > width:
             raise ConfigurationError(
@@ -393,7 +393,7 @@ def generate(model, tokenizer, grammar, prompt, *, max_new_tokens, temperature=0
     tokenizer's vocabulary.
     """
     import torch
-    from .hf import apply_token_bitmask_
+    from cfgmask.hf import apply_token_bitmask_
 
     max_new_tokens, temperature, repetition_penalty = _check_args(max_new_tokens, temperature,
                                                                   repetition_penalty, seed)
@@ -535,7 +535,7 @@ def generate(model, tokenizer, grammar, prompt, *, max_new_tokens, temperature=0
 
 
 def _is_compiled(grammar):
-    from .compiler import CompiledGrammar
+    from cfgmask.engine.compiler import CompiledGrammar
     return isinstance(grammar, CompiledGrammar)
 
 

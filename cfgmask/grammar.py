@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import GrammarError, GrammarWarning
+from cfgmask.errors import GrammarError, GrammarWarning
 
 START_SYMBOL_NAME = "$start"
 
@@ -114,7 +114,7 @@ def _apply_at_start(g, text, lark_terminals):
 
 def _load_warnings(parser, source):
     """The warnings (:class:`GrammarWarning`) of a loaded Lark grammar, as ``[[where, message]]``."""
-    from .lark_loader import ungrouped_alternations
+    from cfgmask.frontends.lark_loader import ungrouped_alternations
     where = source or "grammar"
     out = []
     for name, piece, joined in ungrouped_alternations(parser):
@@ -154,7 +154,7 @@ class Grammar:
     """
 
     # True when whoever built the grammar also built its terminal automata and
-    # builds them again in any process (cfgmask.json_schema): its lexer tables
+    # builds them again in any process (cfgmask.frontends.json_schema): its lexer tables
     # and slice candidates then stay off the disk cache (docs/compile.md)
     terminal_automata_prebuilt = False
     # [[where, message]] of the GrammarWarnings from_lark emits (kept with a cached grammar)
@@ -178,7 +178,7 @@ class Grammar:
         self.word_boundary = bytes(word_boundary)
         self.source = source
         self.rewritten_terminals = {}  # name -> why its Lark regex was replaced (LARK_IDIOMS)
-        self.profile = None  # a cfgmask.profiles.Profile for generation profiles (builtin(profile=...))
+        self.profile = None  # a cfgmask.frontends.profiles.Profile for generation profiles (builtin(profile=...))
         T = len(self.terminal_names)
         lhs, starts, rhs = [], [], []
         for r, (a, body) in enumerate(rules):
@@ -240,7 +240,7 @@ class Grammar:
         the text if there is one".  Raises :class:`GrammarError` naming the
         rule or terminal when the grammar cannot be turned into an exact mask.
         """
-        from .lark_loader import load
+        from cfgmask.frontends.lark_loader import load
 
         if not isinstance(text, str):
             raise GrammarError(f"grammar text must be str, not {type(text).__name__}",
@@ -255,7 +255,7 @@ class Grammar:
             raise GrammarError(f"word_boundary must be a regex class as str, not {type(word_boundary).__name__}",
                                where="word_boundary", construct="input")
         # a disk-cache hit skips Lark entirely (see grammar_cache.py)
-        from . import grammar_cache
+        from cfgmask.frontends import grammar_cache
         key = grammar_cache.grammar_key(text, start, import_paths, word_boundary, source)
         cached = grammar_cache.load(key)
         if cached is not None:
@@ -303,18 +303,18 @@ class Grammar:
 
         ``schema``: a dict, JSON text or a path.  ``whitespace``: ``"compact"``,
         ``"pretty"`` or ``"flexible"`` (default:
-        ``cfgmask.json_schema.DEFAULT_WHITESPACE``).  ``strict=False``
+        ``cfgmask.frontends.json_schema.DEFAULT_WHITESPACE``).  ``strict=False``
         over-approximates what cannot be compiled exactly, with a warning.
         ``escapes``: ``"canonical"`` (default: strings as ``json.dumps`` spells
         them) or ``"any"`` (every RFC 8259 spelling).  ``max_work`` /
         ``time_limit_s``: the compile budget (default
-        ``cfgmask.json_schema.DEFAULT_MAX_WORK`` / ``DEFAULT_TIME_LIMIT_S``,
+        ``cfgmask.frontends.json_schema.DEFAULT_MAX_WORK`` / ``DEFAULT_TIME_LIMIT_S``,
         ``None``: no limit); past it :class:`~cfgmask.CompileBudgetExceeded`
         is raised.  ``property_order``: ``"written"`` (default: llguidance's
         stable order, branches merged as written) or ``"own-first"``.  See
-        :mod:`cfgmask.json_schema` and docs/json-schema.md.
+        :mod:`cfgmask.frontends.json_schema` and docs/json-schema.md.
         """
-        from . import json_schema
+        from cfgmask.frontends import json_schema
         ws = json_schema.DEFAULT_WHITESPACE if whitespace is None else whitespace
         esc = json_schema.DEFAULT_ESCAPES if escapes is None else escapes
         mw = json_schema.DEFAULT_MAX_WORK if max_work is _DEFAULT else max_work
@@ -330,24 +330,24 @@ class Grammar:
         ``profile=None`` or ``"full"``: the whole language.  ``profile="generate"``:
         the generation profile (no comments, bounded whitespace, capped quoted
         names and strings, an optional markdown fence; ``options`` as in
-        :func:`cfgmask.profiles.apply`).  :meth:`document` strips the fence.
+        :func:`cfgmask.frontends.profiles.apply`).  :meth:`document` strips the fence.
 
         ``dialect`` (``"sql"`` only): ``"sqlite"`` (the default), ``"postgres"``
         or ``"mysql"``; each accepts what that engine's parser accepts for the
         statements the grammar covers (docs/grammars.md).  The dialects share
-        ``grammars/sql.lark`` as their base (see :mod:`cfgmask.sql_dialects`).
+        ``grammars/sql.lark`` as their base (see :mod:`cfgmask.frontends.sql_dialects`).
         """
-        from .errors import ConfigurationError
+        from cfgmask.errors import ConfigurationError
         if name not in _BUILTIN_NAMES:
             raise ConfigurationError(f"no builtin grammar {name!r}; choose one of {', '.join(_BUILTIN_NAMES)}")
         if dialect is not None:
-            from .sql_dialects import DIALECTS
+            from cfgmask.frontends.sql_dialects import DIALECTS
             if name != "sql":
                 raise ConfigurationError(f"dialect= is for the sql grammar, not {name!r}")
             if dialect not in DIALECTS:
                 raise ConfigurationError(f"no SQL dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
         if profile is not None:
-            from . import profiles
+            from cfgmask.frontends import profiles
             return profiles.builtin(name, profile, dialect=dialect, **options)
         if options:
             raise ConfigurationError(f"profile options ({', '.join(options)}) need profile='generate'")
@@ -357,7 +357,7 @@ class Grammar:
     def _builtin_full(cls, name, start="start", dialect=None):
         if dialect is None or dialect == "sqlite":
             return cls.from_file(_builtin_dir() / f"{name}.lark", start=start)
-        from .sql_dialects import dialect_text
+        from cfgmask.frontends.sql_dialects import dialect_text
         return cls.from_lark(dialect_text(dialect, _builtin_dir()), start=start,
                              source=f"sql.lark + sql_{dialect}.lark")
 
@@ -365,7 +365,7 @@ class Grammar:
     def builtin_text(name, dialect=None):
         """The Lark text of a bundled grammar (for ``sql``, of ``dialect``)."""
         if name == "sql":
-            from .sql_dialects import dialect_text, DEFAULT_DIALECT
+            from cfgmask.frontends.sql_dialects import dialect_text, DEFAULT_DIALECT
             return dialect_text(dialect or DEFAULT_DIALECT, _builtin_dir())
         return (_builtin_dir() / f"{name}.lark").read_text(encoding="utf-8")
 

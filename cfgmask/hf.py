@@ -60,7 +60,7 @@ import time
 import numpy as np
 import torch
 
-from .errors import ConfigurationError, DeadEnd, TokenRejected
+from cfgmask.errors import ConfigurationError, DeadEnd, TokenRejected
 
 try:  # transformers is optional: the processor is a plain callable either way
     from transformers import LogitsProcessor as _LogitsProcessorBase

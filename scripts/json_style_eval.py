@@ -3,7 +3,7 @@
 
 Runs the default model (SmolLM2-135M-Instruct, CPU) constrained by a small
 schema (name, age, colors) and by the generation form of the plain JSON
-grammar (``cfgmask.json_schema.json_grammar``), in each whitespace style, at
+grammar (``cfgmask.frontends.json_schema.json_grammar``), in each whitespace style, at
 temperature 0 and 0.7, with the settings ``cfgmask generate`` uses
 (repetition penalty 1.2, system prompt "Reply with JSON only."; with
 ``--schema-in-prompt`` the schema is in it too), and reports per
@@ -55,9 +55,9 @@ def main(argv=None):
     from cfgmask import compile as compile_grammar
     from cfgmask import models
     from cfgmask.hf import GrammarLogitsProcessor
-    from cfgmask.json_schema import compile_schema, json_grammar
-    from cfgmask.json_schema.cli import SCHEMA_PROMPT, SYSTEM_PROMPT
-    from cfgmask.vocab import Vocabulary
+    from cfgmask.frontends.json_schema import compile_schema, json_grammar
+    from cfgmask.frontends.json_schema.cli import SCHEMA_PROMPT, SYSTEM_PROMPT
+    from cfgmask.engine.vocab import Vocabulary
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -3,7 +3,7 @@
 CI builds the wheel, installs it into a fresh virtual environment and runs
 this file from a temporary directory, so that ``import cfgmask`` can only
 find the installed copy: a module or data file the wheel forgot (the
-``cfgmask.json_schema`` package once was) fails here, while editable
+``cfgmask.frontends.json_schema`` package once was) fails here, while editable
 installs and the test suite would never notice.
 
 Covers every builtin grammar, a JSON Schema, the CLI entry point and

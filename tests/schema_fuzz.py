@@ -32,8 +32,8 @@ from fractions import Fraction
 
 import cfgmask
 from cfgmask import DeadEnd, GrammarError
-from cfgmask.json_schema.serialize import dumps, serialize
-from cfgmask.vocab import Vocabulary
+from cfgmask.frontends.json_schema.serialize import dumps, serialize
+from cfgmask.engine.vocab import Vocabulary
 
 EOS = 256
 BYTES = Vocabulary([bytes([i]) for i in range(256)] + [None], eos_token_ids=[EOS])

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from cfgmask import bench
-from cfgmask.cli import main
+from cfgmask.app import bench
+from cfgmask.app.cli import main
 from cfgmask.errors import ConfigurationError
 
 

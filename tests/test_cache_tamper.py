@@ -106,7 +106,7 @@ def find_entry(cdir, kind, has_array=None, part=None):
 def small_vocab():
     """1,500 tokens: all bytes, words, space-words, quoted pieces, digits, so the
     JSON grammar keeps a few slices (a slice needs 256 tokens)."""
-    from cfgmask.vocab import Vocabulary
+    from cfgmask.engine.vocab import Vocabulary
     rng = random.Random(0)
     toks = [bytes([b]) for b in range(256)]
     seen = set(toks)
@@ -126,7 +126,8 @@ def masks_digest():
     """Compile JSON on a fresh vocabulary object with every in-memory memo dropped
     (so each artefact comes from disk or a build), and hash its masks along DOC."""
     import cfgmask
-    from cfgmask import grammar_cache, lexer, slices
+    from cfgmask.frontends import grammar_cache
+    from cfgmask.engine import lexer, slices
     from cfgmask.grammar import Grammar
     lexer._memory.clear()
     grammar_cache._memory.clear()
@@ -508,7 +509,7 @@ def test_grammar_import_entry_pointing_at_a_fifo_does_not_block(tmp_path):
 import os, sys
 os.environ["CFGMASK_CACHE_DIR"] = {str(cdir)!r}
 from tests.test_cache_tamper import entries, read_entry, write_entry
-from cfgmask import grammar_cache
+from cfgmask.frontends import grammar_cache
 from cfgmask.grammar import Grammar
 path = Grammar.builtin_path("json")
 text = path.read_text()
@@ -538,7 +539,7 @@ print("done")
 def test_grammar_attributes_are_all_checked():
     """check_entry knows every attribute a Grammar has: a new one must be added to
     grammar_cache._ATTR_TYPES / _ARRAY_DTYPES, or every cached grammar is rejected."""
-    from cfgmask import grammar_cache
+    from cfgmask.frontends import grammar_cache
     from cfgmask.grammar import Grammar
     g = Grammar.from_lark(Grammar.builtin_path("json").read_text())
     names = set(vars(g))
@@ -550,7 +551,7 @@ def test_forest_check_is_the_exact_pre_order():
     is the pre-order one (``_next_le`` of the depths): every depth sequence of up
     to 5 nodes, every forward node_subtree_end."""
     import itertools
-    from cfgmask.trie import _next_le, check_forest
+    from cfgmask.engine.trie import _next_le, check_forest
 
     def depth_sequences(n, d=(0,)):
         if len(d) == n:
@@ -573,8 +574,8 @@ def test_lexer_counter_arrays_are_checked():
     """Counted terminals (JSON Schema ``maxLength``) never reach the disk (their
     automata are rebuilt in any process), so the fuzz never sees the counter
     arrays: check_tables is tested on them directly."""
-    from cfgmask.json_schema import compile_schema
-    from cfgmask.lexer import LexerSpec, check_tables
+    from cfgmask.frontends.json_schema import compile_schema
+    from cfgmask.engine.lexer import LexerSpec, check_tables
     g = compile_schema({"type": "string", "maxLength": 3000, "pattern": "^[a-z ]*$"})
     good = dict(LexerSpec(g)._tab.arrays)
     T = g.n_terminals

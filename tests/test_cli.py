@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cfgmask import cli
+from cfgmask.app import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -308,7 +308,7 @@ def test_schema_directory_is_named(tmp_path, capsys):
 
 def test_tables_that_need_quoting_compile(capsys, no_model_load, monkeypatch):
     """``--tables order`` used to end in KeyError: 'TABLE_NAME' (checked up to the model load)."""
-    from cfgmask import cli as cli_mod
+    from cfgmask.app import cli as cli_mod
 
     class Stop(Exception):
         pass

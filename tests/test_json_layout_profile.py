@@ -1,6 +1,6 @@
 """The JSON generation profile's whitespace styles: ``pretty`` (the default) and ``compact``.
 
-Oracles: ``json.dumps`` / :func:`cfgmask.json_schema.serialize.dumps` write
+Oracles: ``json.dumps`` / :func:`cfgmask.frontends.json_schema.serialize.dumps` write
 the one layout each style allows; every accepted document is also accepted
 by the full grammar (json.lark) and ``json.loads``.  Documents sampled at
 random under the masks (SmolLM2 tokens, masks checked against
@@ -15,9 +15,9 @@ import re
 import pytest
 
 import cfgmask
-from cfgmask import profiles
+from cfgmask.frontends import profiles
 from cfgmask.grammar import Grammar
-from cfgmask.json_schema.serialize import dumps
+from cfgmask.frontends.json_schema.serialize import dumps
 from tests.vocabs import byte_vocab, takes
 
 

@@ -22,12 +22,12 @@ import pytest
 
 import cfgmask
 from cfgmask import Grammar, GrammarError
-from cfgmask.json_schema import (STYLES, SchemaLoosened, compile_schema, json_grammar, validate)
-from cfgmask.json_schema import automata as A
-from cfgmask.json_schema import numbers as N
-from cfgmask.json_schema import strings as S
-from cfgmask.json_schema.serialize import dumps, serialize
-from cfgmask.regex import compile_regex
+from cfgmask.frontends.json_schema import (STYLES, SchemaLoosened, compile_schema, json_grammar, validate)
+from cfgmask.frontends.json_schema import automata as A
+from cfgmask.frontends.json_schema import numbers as N
+from cfgmask.frontends.json_schema import strings as S
+from cfgmask.frontends.json_schema.serialize import dumps, serialize
+from cfgmask.automata.regex import compile_regex
 from tests.test_json_schema_support import BYTES, accepts, compile_bytes
 
 ALPHABET = ["a", "b", "n", "u", "0", "7", "-", " ", "/", '"', "\\", "\n", "\t", "\x01", "é", "€",
@@ -81,7 +81,7 @@ def test_literal_set_dfa_equals_its_pattern(canonical):
     for _ in range(10):
         values = [random_text(rng, 3) for _ in range(3)]
         dfa, text = A.literal_set_dfa(values, canonical=canonical)
-        from cfgmask.regex import _compile_regex
+        from cfgmask.automata.regex import _compile_regex
         ref = _compile_regex(text, "ref", 20000)
         for _ in range(100):
             s = rng.choice(values) if rng.random() < 0.5 else random_text(rng, 3)
@@ -93,7 +93,7 @@ def test_literal_set_dfa_equals_its_pattern(canonical):
 def test_key_chain_column_partition_is_its_columns(value):
     """A property name's byte chain hands its byte-class partition to byte_classes
     instead of having it computed: it must be the partition of its columns."""
-    from cfgmask.regex import _column_classes
+    from cfgmask.automata.regex import _column_classes
     dfa, _ = A.literal_set_dfa([value], canonical=True)
     assert dfa.column_class().tolist() == _column_classes(dfa.trans)[0].tolist()
 
@@ -288,7 +288,7 @@ def test_styles_accept_their_layout_only(style):
 
 
 def test_flexible_whitespace_is_capped():
-    from cfgmask.json_schema import FLEXIBLE_MAX_RUN
+    from cfgmask.frontends.json_schema import FLEXIBLE_MAX_RUN
     c = compile_bytes(compile_schema(SMALL, whitespace="flexible"))
     ws = " \n\t\r" * 10
     assert accepts(c, '{\n  "name" : "a" ,\t"age":1,"colors":[ ]}')
@@ -361,7 +361,7 @@ def test_long_strings_are_chunked_exactly():
 
 
 def test_recursive_schema_in_pretty_style_beyond_the_indent_cap():
-    from cfgmask.json_schema.emit import PRETTY_MAX_DEPTH
+    from cfgmask.frontends.json_schema.emit import PRETTY_MAX_DEPTH
     schema = {"type": "array", "items": {"$ref": "#"}}
     c = compile_bytes(compile_schema(schema, whitespace="pretty"))
     v = []
@@ -435,7 +435,7 @@ def test_refs_anchor_id_and_drafts():
 
 def test_memo_makes_the_second_compile_cheap():
     """Terminal automata are memoised by pattern text (regex.remember_dfa)."""
-    from cfgmask import regex
+    from cfgmask.automata import regex
     import re
     compile_schema(SMALL)
     g = compile_schema(SMALL)
@@ -448,7 +448,7 @@ def test_memo_makes_the_second_compile_cheap():
 
 def test_pinned_automata_live_as_long_as_their_grammar():
     import gc
-    from cfgmask import regex
+    from cfgmask.automata import regex
     schema = {"type": "object", "properties": {"zz-pin-test": {"type": "integer"}},
               "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 3,
                                        "pattern": "^q"}}
@@ -465,7 +465,7 @@ def test_pinned_automata_live_as_long_as_their_grammar():
 # ------------------------------------------------------ hooks: CLI and HF
 
 def test_cli_check_schema(tmp_path, capsys):
-    from cfgmask import cli
+    from cfgmask.app import cli
     p = tmp_path / "s.json"
     p.write_text(json.dumps(SMALL))
     rc = cli.main(["check", "--schema", str(p), "--whitespace", "pretty"])
@@ -501,7 +501,7 @@ from tests.test_cli import tiny_model_dir  # noqa: E402,F401  (fixture: a tiny r
 
 def test_cli_generate_schema(tiny_model_dir, tmp_path, capsys):  # noqa: F811
     """``cfgmask generate --schema``: the only valid document comes out, checked by the oracles."""
-    from cfgmask import cli
+    from cfgmask.app import cli
     p = tmp_path / "s.json"
     p.write_text(json.dumps({"type": "object", "properties": {"a": {"const": [1, "x"]}},
                              "required": ["a"], "additionalProperties": False}))

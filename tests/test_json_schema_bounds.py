@@ -18,8 +18,8 @@ import sys
 import pytest
 
 from cfgmask import CompileBudgetExceeded, Grammar, GrammarError
-from cfgmask.json_schema import MAX_COUNT, compile_schema
-from cfgmask.json_schema.serialize import serialize
+from cfgmask.frontends.json_schema import MAX_COUNT, compile_schema
+from cfgmask.frontends.json_schema.serialize import serialize
 from tests.test_json_schema_support import compile_bytes, jsonschema_errors
 
 jsonschema = pytest.importorskip("jsonschema")

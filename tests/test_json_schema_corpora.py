@@ -26,8 +26,8 @@ import pytest
 
 import cfgmask
 from cfgmask import GrammarError
-from cfgmask.json_schema import STYLES, SchemaLoosened, compile_schema
-from cfgmask.json_schema.serialize import serialize
+from cfgmask.frontends.json_schema import STYLES, SchemaLoosened, compile_schema
+from cfgmask.frontends.json_schema.serialize import serialize
 from tests.corpora import require
 from tests.test_json_schema_support import accepts, compile_bytes, jsonschema_errors, sample
 

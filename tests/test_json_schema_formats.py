@@ -1,7 +1,7 @@
 """The draft 2020-12 ``format`` values: each asserted one checked exactly, byte by byte.
 
 The oracle of a format is its RFC (the regexes in
-``cfgmask.json_schema.strings``, with the sources in their comments), not
+``cfgmask.frontends.json_schema.strings``, with the sources in their comments), not
 the ``jsonschema`` package, whose format checkers depend on optional
 packages (``rfc3987``, ``uri-template``, ``jsonpointer``, ``fqdn``, ...) and
 are looser where those are missing.  Every sample below is written by hand
@@ -21,8 +21,8 @@ import warnings
 import pytest
 
 from cfgmask import GrammarError
-from cfgmask.json_schema import SchemaLoosened, compile_schema, validate
-from cfgmask.json_schema import strings as S
+from cfgmask.frontends.json_schema import SchemaLoosened, compile_schema, validate
+from cfgmask.frontends.json_schema import strings as S
 from tests.test_json_schema_support import accepts, compile_bytes, sample
 
 H63 = "a" + "b" * 61 + "c"

@@ -19,7 +19,7 @@ import warnings
 import pytest
 
 from cfgmask import GrammarError
-from cfgmask.json_schema import compile_schema
+from cfgmask.frontends.json_schema import compile_schema
 from tests.test_json_schema_support import accepts, compile_bytes, jsonschema_errors
 
 
@@ -419,7 +419,7 @@ def test_random_negations_agree_with_jsonschema():
     """The previous code got 21 of 95 compiled schemas of this kind wrong (seed 1)."""
     import random
 
-    from cfgmask.json_schema.serialize import dumps
+    from cfgmask.frontends.json_schema.serialize import dumps
     rng = random.Random(1)
     compiled = 0
     for _ in range(120):

@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 
-from cfgmask.json_schema import PROPERTY_ORDERS, compile_schema
+from cfgmask.frontends.json_schema import PROPERTY_ORDERS, compile_schema
 from tests.test_json_schema_support import accepts, compile_bytes
 
 INT = {"type": "integer"}

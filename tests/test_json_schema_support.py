@@ -20,7 +20,7 @@ import uuid
 import pytest
 
 import cfgmask
-from cfgmask.vocab import Vocabulary
+from cfgmask.engine.vocab import Vocabulary
 
 EOS = 256
 BYTES = Vocabulary([bytes([i]) for i in range(256)] + [None], eos_token_ids=[EOS])

@@ -15,7 +15,7 @@ import pytest
 import lark
 
 from cfgmask import Grammar, GrammarError
-from cfgmask import lark_loader
+from cfgmask.frontends import lark_loader
 from cfgmask.grammar import _normalise
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -53,11 +53,11 @@ def _reference(text, path, start="start"):
 
 
 def _text(path):
-    """The grammar text; a SQL dialect file is an overlay on sql.lark (cfgmask.sql_dialects)."""
+    """The grammar text; a SQL dialect file is an overlay on sql.lark (cfgmask.frontends.sql_dialects)."""
     name = os.path.basename(path)
     if name.startswith("sql_") and os.path.dirname(path) == os.path.join(ROOT, "grammars"):
         from pathlib import Path
-        from cfgmask.sql_dialects import dialect_text
+        from cfgmask.frontends.sql_dialects import dialect_text
         return dialect_text(name[4:-5], Path(path).parent)
     return open(path, encoding="utf-8").read()
 

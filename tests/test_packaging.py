@@ -1,6 +1,6 @@
 """The wheel ships every package: pyproject.toml's explicit list names each
 folder under cfgmask/ that has an ``__init__.py`` (a folder left off is
-silently missing from ``pip wheel .``, as cfgmask.json_schema once was), and
+silently missing from ``pip wheel .``, as cfgmask.frontends.json_schema once was), and
 the declared dependencies are ranges, never exact pins."""
 import os
 import re

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import cfgmask
-from cfgmask.compiler import Limits
+from cfgmask.engine.compiler import Limits
 from tests import corpora
 from tests import vocabs as V
 

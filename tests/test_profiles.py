@@ -1,4 +1,4 @@
-"""Generation profiles (cfgmask/profiles.py): sublanguages of the bundled grammars.
+"""Generation profiles (cfgmask/frontends/profiles.py): sublanguages of the bundled grammars.
 
 Oracles, none of them cfgmask's own automata:
 
@@ -28,9 +28,9 @@ import numpy as np
 import pytest
 
 import cfgmask
-from cfgmask import profiles
-import cfgmask.judges
-from cfgmask.judges import judge_json
+from cfgmask.frontends import profiles
+import cfgmask.app.judges
+from cfgmask.app.judges import judge_json
 from cfgmask.grammar import Grammar
 from tests.reference import Reference
 from tests.test_grammars_lark import _is_syntax_error, _sqlite_error
@@ -407,7 +407,7 @@ class ProfileSampler(Sampler):
 
     def _ws_lead(self, b):
         """Is ``b`` the first byte of a character some full-grammar whitespace terminal accepts?"""
-        from cfgmask.regex import compile_regex
+        from cfgmask.automata.regex import compile_regex
         f = self.full_ref.grammar
         return any(compile_regex(p, n).trans[0, b] >= 0
                    for n, p, i in zip(f.terminal_names, f.terminal_patterns, f.terminal_is_ignore)
@@ -472,7 +472,7 @@ def test_sampled_sql_with_tables():
     bad = [(e, b) for b in bodies for e in [_sqlite_error(b)] if _is_syntax_error(e)]
     assert not bad, bad[:5]
     for b in bodies:  # every table a sampled query names exists
-        e = cfgmask.judges.judge_sql(b, schema)
+        e = cfgmask.app.judges.judge_sql(b, schema)
         assert e is None or "no such table" not in e, (e, b)
 
 
@@ -518,7 +518,7 @@ def test_tables_option_errors():
         Grammar.builtin("json", profile="generate", tables=["t"])
     with pytest.raises(cfgmask.ConfigurationError):
         Grammar.builtin("sql", profile="generate", tables=[])
-    assert cfgmask.judges.sql_tables("CREATE TABLE a (x); CREATE TABLE \"b c\" (y);") == ["a", "b c"]
+    assert cfgmask.app.judges.sql_tables("CREATE TABLE a (x); CREATE TABLE \"b c\" (y);") == ["a", "b c"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -621,7 +621,7 @@ def test_comment_guard_keeps_the_full_reading(monkeypatch):
 
 
 def test_cli_grammar_source():
-    from cfgmask.cli import GrammarSource
+    from cfgmask.app.cli import GrammarSource
     src = GrammarSource("sql", profile="generate")
     assert src.grammar.profile is not None and src.label == "sql (generation profile)"
     doc = src.document("```sql\nSELECT 1;\n```")

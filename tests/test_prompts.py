@@ -1,4 +1,4 @@
-"""The demo's prompt library (cfgmask/prompts.py) and engine judges (cfgmask/judges.py).
+"""The demo's prompt library (cfgmask/app/prompts.py) and engine judges (cfgmask/app/judges.py).
 
 The judges are checked against documents whose verdict is known (a correct
 query against the prompt's schema passes; the same query against a table the
@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from cfgmask import cli, judges
+from cfgmask.app import cli, judges
 from cfgmask.errors import ConfigurationError
-from cfgmask.prompts import PROMPTS, SYSTEM
+from cfgmask.app.prompts import PROMPTS, SYSTEM
 from tests.test_profiles import accepts
 
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from lark.load_grammar import load_grammar
 
 from cfgmask.errors import GrammarError
-from cfgmask.regex import ByteDFA, byte_classes, compile_regex
+from cfgmask.automata.regex import ByteDFA, byte_classes, compile_regex
 
 EXAMPLES = int(os.environ.get("CFGMASK_REGEX_EXAMPLES", "60"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
@@ -490,7 +490,7 @@ def test_large_but_allowed():
 
 def test_compile_time_of_big_classes():
     import time
-    from cfgmask import regex, unicode_tables
+    from cfgmask.automata import regex, unicode_tables
     regex._char_ranges.cache_clear()
     regex._DFA_MEMO.clear()
     unicode_tables.scan_ranges.cache_clear()

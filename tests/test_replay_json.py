@@ -43,7 +43,7 @@ import pytest
 
 import cfgmask
 from cfgmask.errors import TokenRejected
-from cfgmask.vocab import Vocabulary
+from cfgmask.engine.vocab import Vocabulary
 
 try:
     from tests.corpora import corpora_dir

@@ -26,7 +26,7 @@ import pytest
 import cfgmask
 from cfgmask import (BudgetExceeded, CfgmaskError, ConfigurationError, Grammar, GrammarError,
                      TokenRejected, Vocabulary)
-from cfgmask.compiler import Limits
+from cfgmask.engine.compiler import Limits
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -193,7 +193,7 @@ def _limited(code):
     return run_python(f"""
         import resource
         import cfgmask
-        from cfgmask.compiler import Limits
+        from cfgmask.engine.compiler import Limits
         vm = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
         resource.setrlimit(resource.RLIMIT_AS, (vm + {MEMORY_HEADROOM}, resource.RLIM_INFINITY))
         try:
@@ -330,7 +330,7 @@ def test_f8_grammar_failures_are_grammar_errors(text, construct, cause):
 
 
 def test_f8_regex_nested_deep_inside_compile_regex():
-    from cfgmask.regex import compile_regex
+    from cfgmask.automata.regex import compile_regex
     with pytest.raises(GrammarError) as ei:
         compile_regex("(" * 2000 + "a" + ")" * 2000, "DEEP")
     assert ei.value.where == "DEEP" and ei.value.construct in ("nesting depth", "regex syntax")
@@ -519,7 +519,7 @@ def test_f10_after_eos_mask_and_consume_agree(byte_json):
 
 def test_f11a_one_huge_token_builds_a_linear_trie():
     """A 20 KB token (the 1 MB and 10 MB timings are in benchmarks/bench_robustness.py)."""
-    from cfgmask.trie import TokTrie
+    from cfgmask.engine.trie import TokTrie
     big = b"a" * 20_000
     trie = TokTrie.from_token_bytes([b"a", big, b"ab", None])
     assert trie.n_nodes == 1 + len(big) + 1  # root, the a-chain, the "b" after the first "a"

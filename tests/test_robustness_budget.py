@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD = r"""
 import json, os, sys
 import cfgmask
-from cfgmask.compiler import Limits
+from cfgmask.engine.compiler import Limits
 
 budget, kind = int(sys.argv[1]), sys.argv[2]
 

@@ -13,7 +13,7 @@ import pytest
 
 import cfgmask
 from cfgmask import DeadEnd, TokenRejected
-from cfgmask.compiler import Limits
+from cfgmask.engine.compiler import Limits
 
 JSONISH = r"""
 start: value

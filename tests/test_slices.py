@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 import cfgmask
-from cfgmask import slices as S
-from cfgmask.lexer import LexerSpec
+from cfgmask.engine import slices as S
+from cfgmask.engine.lexer import LexerSpec
 from tests import corpora
 from tests import vocabs as V
 
@@ -166,7 +166,7 @@ def test_slices_off_and_on_agree_on_a_tiny_vocabulary_with_forced_slices():
 def test_has_cycle_is_infinite_language(pattern):
     # oracle (pumping lemma): a DFA with n states accepts infinitely many strings
     # iff it accepts one whose length is in [n, 2n)
-    from cfgmask import regex
+    from cfgmask.automata import regex
     dfa = regex.compile_regex(pattern)
     n = dfa.n_states
     states, infinite = {0}, False

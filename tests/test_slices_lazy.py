@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import cfgmask
-from cfgmask import compiler as C
-from cfgmask import slices as S
+from cfgmask.engine import compiler as C
+from cfgmask.engine import slices as S
 from cfgmask.errors import ConfigurationError
 from tests import vocabs as V
 

@@ -28,7 +28,7 @@ import pytest
 
 import cfgmask
 from cfgmask.errors import ConfigurationError, GrammarError
-from cfgmask import sql_dialects
+from cfgmask.frontends import sql_dialects
 from tests import sql_judges
 
 REPO = Path(__file__).resolve().parent.parent

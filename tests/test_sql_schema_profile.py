@@ -17,9 +17,9 @@ import sqlite3
 import pytest
 
 import cfgmask
-from cfgmask import profiles
+from cfgmask.frontends import profiles
 from cfgmask.grammar import Grammar
-from cfgmask.sql_schema import SqlSchema, read_schema
+from cfgmask.frontends.sql_schema import SqlSchema, read_schema
 from tests.vocabs import byte_vocab, takes
 
 # names that need quoting included: "order" and "group" are keywords, "first name" has a space
@@ -242,7 +242,7 @@ def test_sampled_queries_name_only_the_schema(db_path):
 
 def test_cli_db_and_statements(db_path, tmp_path, monkeypatch, capsys):
     """``generate --db`` / ``--statements`` / ``--whitespace`` reach the profile (checked up to the model load)."""
-    from cfgmask import cli
+    from cfgmask.app import cli
 
     class Stop(Exception):
         pass

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from cfgmask.errors import ConfigurationError
-from cfgmask.trie import TokTrie
-from cfgmask.vocab import Vocabulary
+from cfgmask.engine.trie import TokTrie
+from cfgmask.engine.vocab import Vocabulary
 from tests.vocabs import ALL_VOCABS
 
 A, B, C = ord("a"), ord("b"), ord("c")
@@ -230,12 +230,12 @@ def _long_token_vocabularies():
 @pytest.mark.parametrize("case", list(_long_token_vocabularies()), ids=lambda c: c[0])
 def test_long_tokens_match_naive_trie(case, budget, monkeypatch):
     # a small budget forces many narrow comparison windows in the lcp step
-    monkeypatch.setattr("cfgmask.trie._LCP_BUDGET", budget)
+    monkeypatch.setattr("cfgmask.engine.trie._LCP_BUDGET", budget)
     _naive_check(case[1], len(case[1]) + 2)
 
 
 def test_nearest_smaller_helpers_match_brute_force():
-    from cfgmask.trie import _next_le, _prev_lt
+    from cfgmask.engine.trie import _next_le, _prev_lt
     rng = np.random.default_rng(3)
     for size in [1, 2, 3, 10, 100, 1000]:
         for hi in [1, 3, 50]:

@@ -846,8 +846,8 @@ def test_validate_params_any_build_failure_is_value_error(monkeypatch, exc):
 
 
 def _failing_compile(monkeypatch, texts, exc):
-    """Make ``cfgmask.compiler.compile`` raise ``exc`` for the grammars whose Lark text is in ``texts``."""
-    import cfgmask.compiler as compiler
+    """Make ``cfgmask.engine.compiler.compile`` raise ``exc`` for the grammars whose Lark text is in ``texts``."""
+    import cfgmask.engine.compiler as compiler
     real = compiler.compile
     bad = set(texts)
 
@@ -945,9 +945,9 @@ def test_worker_fill_exception_ends_that_grammars_rows_only(vocab, oracle_compil
 
 
 def _blocking_compile(monkeypatch, text):
-    """``cfgmask.compiler.compile`` blocks on an event for the grammar ``text``; returns (started, release)."""
+    """``cfgmask.engine.compiler.compile`` blocks on an event for the grammar ``text``; returns (started, release)."""
     import threading
-    import cfgmask.compiler as compiler
+    import cfgmask.engine.compiler as compiler
     started, release = threading.Event(), threading.Event()
     real = compiler.compile
     real_from_lark = Grammar.from_lark

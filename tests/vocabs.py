@@ -26,7 +26,7 @@ import os
 
 import pytest
 
-from cfgmask.vocab import Vocabulary
+from cfgmask.engine.vocab import Vocabulary
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TEKKEN_JSON = "tekken_240911.json"

@@ -27,13 +27,14 @@ Invariants:
   parser; the limit turns a hang into a clear error).
 """
 
-from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset, memcpy, memcmp
 
 import numpy as np
 
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from cfgmask._fast._lexer cimport LazyDFA
+from cfgmask._fast._mem cimport grown, grow, data_of
 from cfgmask.errors import BudgetExceeded
 
 
@@ -73,26 +74,16 @@ cdef class CGrammar:
         nullable = np.ascontiguousarray(grammar.nullable, dtype=np.uint8)
         st_start, st_ptrs, lc_start, lc_nts = _prediction_tables(rhs, lhs, rstart, nullable, T, N)
         self._keep = (rhs, lhs, rstart, order, nt_start, nullable, st_start, st_ptrs, lc_start, lc_nts)
-        cdef const int32_t[::1] v_rhs = rhs
-        cdef const int32_t[::1] v_lhs = lhs
-        cdef const int32_t[::1] v_rstart = rstart
-        cdef const int32_t[::1] v_order = order
-        cdef const int32_t[::1] v_nts = nt_start
-        cdef const uint8_t[::1] v_null = nullable
-        self.rhs = &v_rhs[0]
-        self.rule_lhs = &v_lhs[0]
-        self.rule_rhs_start = &v_rstart[0]
-        self.nt_rules = &v_order[0]
-        self.nt_rules_start = &v_nts[0]
-        self.nullable = &v_null[0]
-        v_nts = st_start
-        self.static_start = &v_nts[0]
-        v_nts = st_ptrs
-        self.static_ptrs = &v_nts[0]
-        v_nts = lc_start
-        self.lc_start = &v_nts[0]
-        v_nts = lc_nts
-        self.lc_nts = &v_nts[0]
+        self.rhs = <const int32_t*>data_of(rhs)
+        self.rule_lhs = <const int32_t*>data_of(lhs)
+        self.rule_rhs_start = <const int32_t*>data_of(rstart)
+        self.nt_rules = <const int32_t*>data_of(order)
+        self.nt_rules_start = <const int32_t*>data_of(nt_start)
+        self.nullable = <const uint8_t*>data_of(nullable)
+        self.static_start = <const int32_t*>data_of(st_start)
+        self.static_ptrs = <const int32_t*>data_of(st_ptrs)
+        self.lc_start = <const int32_t*>data_of(lc_start)
+        self.lc_nts = <const int32_t*>data_of(lc_nts)
         self.n_terminals = T
         self.n_words = max(1, (T + 63) // 64)
         self.start_end_ptr = int(rstart[grammar.start_rule]) + 1
@@ -305,41 +296,14 @@ cdef class Rows:
         cdef int W = self.g.n_words
         self.charge(<int64_t>self.rows_cap * (2 * sizeof(int32_t) + sizeof(int32_t) + 1 + sizeof(uint64_t)
                                               + 2 * W * sizeof(uint64_t)))
-        p0 = <int32_t*>realloc(self.row_start, sizeof(int32_t) * (newcap + 1))
-        if p0 == NULL:
-            with gil:
-                raise MemoryError()
-        self.row_start = p0
-        p5 = <int32_t*>realloc(self.row_wait_start, sizeof(int32_t) * (newcap + 1))
-        if p5 == NULL:
-            with gil:
-                raise MemoryError()
-        self.row_wait_start = p5
-        p1 = <int32_t*>realloc(self.row_lex_start, sizeof(int32_t) * newcap)
-        if p1 == NULL:
-            with gil:
-                raise MemoryError()
-        self.row_lex_start = p1
-        p2 = <uint64_t*>realloc(self.row_scanned, sizeof(uint64_t) * newcap * W)
-        if p2 == NULL:
-            with gil:
-                raise MemoryError()
-        self.row_scanned = p2
-        p3 = <uint8_t*>realloc(self.row_accepting, newcap)
-        if p3 == NULL:
-            with gil:
-                raise MemoryError()
-        self.row_accepting = p3
-        p4 = <uint64_t*>realloc(self.row_expected, sizeof(uint64_t) * newcap * W)
-        if p4 == NULL:
-            with gil:
-                raise MemoryError()
-        self.row_expected = p4
-        p6 = <uint64_t*>realloc(self.row_stamp, sizeof(uint64_t) * newcap)
-        if p6 == NULL:
-            with gil:
-                raise MemoryError()
-        self.row_stamp = p6
+        # (NULL ``what``: a bare MemoryError, as every allocation of the row stack raises)
+        self.row_start = <int32_t*>grow(self.row_start, sizeof(int32_t) * (newcap + 1), NULL)
+        self.row_wait_start = <int32_t*>grow(self.row_wait_start, sizeof(int32_t) * (newcap + 1), NULL)
+        self.row_lex_start = <int32_t*>grow(self.row_lex_start, sizeof(int32_t) * newcap, NULL)
+        self.row_scanned = <uint64_t*>grow(self.row_scanned, sizeof(uint64_t) * newcap * W, NULL)
+        self.row_accepting = <uint8_t*>grow(self.row_accepting, newcap, NULL)
+        self.row_expected = <uint64_t*>grow(self.row_expected, sizeof(uint64_t) * newcap * W, NULL)
+        self.row_stamp = <uint64_t*>grow(self.row_stamp, sizeof(uint64_t) * newcap, NULL)
         self.rows_cap = newcap
         return 0
 
@@ -370,15 +334,9 @@ cdef class Rows:
 
     cdef int _grow_items(self, int64_t need) except -1 nogil:
         """Room for ``need`` items, within the matcher's memory budget."""
-        cdef int64_t newcap = self.items_cap
-        while newcap < need:
-            newcap *= 2
+        cdef int64_t newcap = grown(self.items_cap, need)
         self.charge((newcap - self.items_cap) * sizeof(ItemC))
-        p = <ItemC*>realloc(self.items, sizeof(ItemC) * newcap)
-        if p == NULL:
-            with gil:
-                raise MemoryError()
-        self.items = p
+        self.items = <ItemC*>grow(self.items, sizeof(ItemC) * newcap, NULL)
         self.items_cap = newcap
         return 0
 
@@ -549,15 +507,10 @@ cdef class Rows:
         cdef int32_t nw = self.row_wait_start[k]
         cdef int64_t need = nw + (self.row_start[k + 1] - self.row_start[k])
         cdef int64_t newcap
-        cdef int32_t* pw
         if need > self.wait_cap:
             newcap = need if need > self.wait_cap * 2 else self.wait_cap * 2
             self.charge((newcap - self.wait_cap) * sizeof(int32_t))
-            pw = <int32_t*>realloc(self.wait, sizeof(int32_t) * newcap)
-            if pw == NULL:
-                with gil:
-                    raise MemoryError()
-            self.wait = pw
+            self.wait = <int32_t*>grow(self.wait, sizeof(int32_t) * newcap, NULL)
             self.wait_cap = newcap
         for w in range(W):
             exp[w] = 0

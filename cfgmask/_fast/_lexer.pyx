@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""The lazy union automaton (see ``cfgmask/lexer.py`` for what a state is), in C.
+"""The lazy union automaton (see ``cfgmask/engine/lexer.py`` for what a state is), in C.
 
 A union state is the tuple of still-live ``(terminal, terminal-DFA state)``
 pairs, terminals ascending; an "ended" state (the lexeme ended before a byte a
@@ -28,12 +28,13 @@ Invariants:
   lock.
 """
 
-from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset, memcpy, memcmp
 
 import numpy as np
 
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint64_t
+from cfgmask._fast._mem cimport grown, grow
 from cfgmask._fast._sync cimport (cfg_zalloc, cfg_zfree, cfg_rmutex_init,
                                   cfg_rmutex_lock, cfg_rmutex_unlock,
                                   cfg_rmutex_destroy, cfg_store_i32)
@@ -376,7 +377,7 @@ cdef class LazyDFA:
         cdef int64_t mask = self.h_cap - 1
         cdef int64_t i = <int64_t>(h & <uint64_t>mask)
         cdef int32_t s, j, t, st, f
-        cdef int64_t off
+        cdef int64_t off, newcap
         cdef bint ended = n & 1
         cdef uint64_t any = 0
         cdef uint8_t restricted = 0
@@ -392,13 +393,9 @@ cdef class LazyDFA:
             _raise_too_many_states(self.c.max_states)
         # store the key
         if self.pool_n + n > self.pool_cap:
-            while self.pool_n + n > self.pool_cap:
-                self.pool_cap *= 2
-            p = <int32_t*>realloc(self.key_pool, sizeof(int32_t) * self.pool_cap)
-            if p == NULL:
-                with gil:
-                    raise MemoryError()
-            self.key_pool = p
+            newcap = grown(self.pool_cap, self.pool_n + n)
+            self.key_pool = <int32_t*>grow(self.key_pool, sizeof(int32_t) * newcap, NULL)
+            self.pool_cap = newcap
         off = self.pool_n
         memcpy(&self.key_pool[off], key, sizeof(int32_t) * n)
         self.pool_n += n

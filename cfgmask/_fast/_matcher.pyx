@@ -47,7 +47,7 @@ raises (``BudgetExceeded``, ``MemoryError``): the byte stack is popped back and
 a row that was being rebuilt is marked invalid.
 """
 
-from libc.stdlib cimport malloc, calloc, realloc, free, qsort
+from libc.stdlib cimport malloc, calloc, free, qsort
 from libc.string cimport memset, memcpy
 from cpython.ref cimport PyObject
 
@@ -57,6 +57,7 @@ cimport numpy as cnp
 cnp.import_array()
 
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from cfgmask._fast._mem cimport raise_memory, raise_oom, grown, grow, data_of
 from cfgmask._fast._lexer cimport LazyDFA, lex_step, lex_end
 from cfgmask._fast._earley cimport CGrammar, Rows
 from cfgmask._fast._sync cimport (cfg_zalloc, cfg_zfree, cfg_rmutex,
@@ -196,10 +197,6 @@ cdef int _cmp_i64(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
-cdef int _raise_memory(str what) except -1:
-    raise MemoryError(f"cfgmask: out of memory ({what})")
-
-
 cdef int _raise_cache_budget(int64_t used, int64_t limit) except -1 nogil:
     with gil:
         from cfgmask.errors import BudgetExceeded
@@ -337,30 +334,18 @@ cdef class Runtime:
         else:
             fb, fd, ft, fe = nb, nd, nt, ne
         self._keep = [nb, nd, nt, ne, ts, tb, to, tsp, fb, fd, ft, fe]
-        cdef const uint8_t[::1] v_nb = nb
-        cdef const int32_t[::1] v_nd = nd
-        cdef const int32_t[::1] v_nt = nt
-        cdef const int32_t[::1] v_ne = ne
-        cdef const int32_t[::1] v_ts = ts
-        cdef const uint8_t[::1] v_tb = tb
-        cdef const int64_t[::1] v_to = to
-        cdef const uint8_t[::1] v_tsp = tsp
-        self.node_byte = &v_nb[0]
-        self.node_depth = &v_nd[0]
-        self.node_token = &v_nt[0]
-        self.node_subtree_end = &v_ne[0]
-        self.token_same_next = &v_ts[0]
-        self.tok_bytes = &v_tb[0]
-        self.tok_off = &v_to[0]
-        self.tok_special = &v_tsp[0]
-        v_nb = fb
-        v_nd = fd
-        v_nt = ft
-        v_ne = fe
-        self.f_byte = &v_nb[0]
-        self.f_depth = &v_nd[0]
-        self.f_token = &v_nt[0]
-        self.f_send = &v_ne[0]
+        self.node_byte = <const uint8_t*>data_of(nb)
+        self.node_depth = <const int32_t*>data_of(nd)
+        self.node_token = <const int32_t*>data_of(nt)
+        self.node_subtree_end = <const int32_t*>data_of(ne)
+        self.token_same_next = <const int32_t*>data_of(ts)
+        self.tok_bytes = <const uint8_t*>data_of(tb)
+        self.tok_off = <const int64_t*>data_of(to)
+        self.tok_special = <const uint8_t*>data_of(tsp)
+        self.f_byte = <const uint8_t*>data_of(fb)
+        self.f_depth = <const int32_t*>data_of(fd)
+        self.f_token = <const int32_t*>data_of(ft)
+        self.f_send = <const int32_t*>data_of(fe)
         self.f_n = fb.shape[0]
         self.n_nodes = nb.shape[0]
         self.max_depth = trie.max_depth if nd.size else 0   # (the trie's, computed once)
@@ -376,7 +361,7 @@ cdef class Runtime:
         self.n_eos = len(eos)
         self.eos_ids = <int32_t*>malloc(sizeof(int32_t) * max(1, self.n_eos))
         if self.eos_ids == NULL:
-            _raise_memory("eos ids")
+            raise_memory("eos ids")
         for i, e in enumerate(eos):
             self.eos_ids[i] = e
         cdef int b, c
@@ -413,7 +398,7 @@ cdef class Runtime:
                 or self.ls == NULL or self.pb == NULL or self.dense == NULL or self.touched == NULL
                 or self.ex_keys == NULL or self.bfs == NULL
                 or self.seen_pairs == NULL or self.seen_gen == NULL):
-            _raise_memory(f"runtime tables for {self.max_states} lexer states")
+            raise_memory(f"runtime tables for {self.max_states} lexer states")
         self._use_subtree_accept = False
         self._first_byte_sets(trie)
         self._setup_slices(slice_tables)
@@ -464,10 +449,9 @@ cdef class Runtime:
 
     # ---- set-up ------------------------------------------------------------
     cdef int _setup_slices(self, tables) except -1:
-        """Copy the slice tables (``cfgmask/slices.py``) into flat C arrays."""
+        """Copy the slice tables (``cfgmask/engine/slices.py``) into flat C arrays."""
         cdef int32_t n = 0 if tables is None else tables.n
         cdef int32_t i, j, c, k
-        cdef const int32_t[::1] v
         self.n_slices = n
         if tables is None:
             self.rest_lo = 0
@@ -494,7 +478,7 @@ cdef class Runtime:
                 or self.sl_split == NULL or self.sl_split_children == NULL or self.sl_bits == NULL
                 or self.sl_dfa == NULL or self.sl_tail == NULL or self.sl_reps_n == NULL
                 or self.sl_reps == NULL or self.tl_reps_n == NULL or self.tl_reps == NULL):
-            _raise_memory("slice tables")
+            raise_memory("slice tables")
         if n == 0:
             return 0
         bits = tables.bits()
@@ -513,15 +497,13 @@ cdef class Runtime:
             self._freeze(&self.sl_bits[i])
             d = np.ascontiguousarray(sl.dfa.trans, dtype=np.int32).reshape(-1)
             self._keep.append(d)
-            v = d
-            self.sl_dfa[i] = &v[0]
+            self.sl_dfa[i] = <const int32_t*>data_of(d)
             self.sl_reps_n[i] = self._byte_reps(sl, False, class_of, &self.sl_reps[i * 256])
             self.sl_split[i] = -1
             if sl.lead is not None:
                 d = np.ascontiguousarray(sl.tail.trans, dtype=np.int32).reshape(-1)
                 self._keep.append(d)
-                v = d
-                self.sl_tail[i] = &v[0]
+                self.sl_tail[i] = <const int32_t*>data_of(d)
                 self.tl_reps_n[i] = self._byte_reps(sl, True, class_of, &self.tl_reps[i * 256])
                 # the own trie is root -> lead byte -> the starts of the tail
                 c = self.sl_lo[i] + 1
@@ -568,7 +550,7 @@ cdef class Runtime:
             free(parent)
             free(stack)
             free(sub)
-            _raise_memory("subtree byte sets")
+            raise_memory("subtree byte sets")
         self.sub_bytes = sub
         stack[0] = 0
         for i in range(n):
@@ -588,7 +570,7 @@ cdef class Runtime:
 
     cdef int _first_byte_sets(self, trie) except -1:
         """``first_byte[b]``: the tokens starting with byte ``b``, from the trie's
-        own grouping (computed once per vocabulary, cfgmask/trie.py); dense when
+        own grouping (computed once per vocabulary, cfgmask/engine/trie.py); dense when
         that is smaller, as :meth:`_freeze` decides.  Sparse sets point into the
         trie's arrays (kept alive in ``_keep``) instead of copying them: only
         the dense ones are owned (and freed) here."""
@@ -613,7 +595,7 @@ cdef class Runtime:
                 ts.n = -1
                 ts.bits = <uint32_t*>calloc(max(1, W), sizeof(uint32_t))
                 if ts.bits == NULL:
-                    _raise_memory("token set")
+                    raise_memory("token set")
                 for k in range(lo, hi):
                     ts.bits[vw[k]] = vb[k]
             else:
@@ -643,16 +625,15 @@ cdef class Runtime:
     cdef int _own(self, void* p, int64_t nbytes) except -1 nogil:
         """Hand ``p`` to the entry being built (freed with it)."""
         cdef Entry* e = self.cur_owner
-        cdef void** q
+        cdef void** q = NULL
         if p == NULL:
-            with gil:
-                _raise_memory("mask cache")
+            raise_oom("mask cache")
         if e.n_owned == e.cap_owned:
-            q = <void**>realloc(e.owned, sizeof(void*) * (2 * e.cap_owned + 8))
-            if q == NULL:
-                free(p)
-                with gil:
-                    _raise_memory("mask cache")
+            try:
+                q = <void**>grow(e.owned, sizeof(void*) * (2 * e.cap_owned + 8), "mask cache")
+            finally:
+                if q == NULL:
+                    free(p)
             e.owned = q
             e.cap_owned = 2 * e.cap_owned + 8
         e.owned[e.n_owned] = p
@@ -714,8 +695,7 @@ cdef class Runtime:
             ts.bits = <uint32_t*>malloc(sizeof(uint32_t) * max(1, W))
             if ts.bits == NULL:
                 self._clear_scratch()
-                with gil:
-                    _raise_memory("token set")
+                raise_oom("token set")
             memcpy(ts.bits, self.dense, sizeof(uint32_t) * W)
             memset(self.dense, 0, sizeof(uint32_t) * W)
         else:
@@ -729,8 +709,7 @@ cdef class Runtime:
                 ts.bits = NULL
                 ts.n = 0
                 self._clear_scratch()
-                with gil:
-                    _raise_memory("token set")
+                raise_oom("token set")
             for k in range(nz):
                 w = self.touched[k]
                 ts.idx[k] = w
@@ -754,8 +733,7 @@ cdef class Runtime:
         cdef const int32_t* tr = self.sl_tail[i] if tail else self.sl_dfa[i]
         cdef const uint8_t* reps = &self.tl_reps[i * 256] if tail else &self.sl_reps[i * 256]
         cdef int32_t nreps = self.tl_reps_n[i] if tail else self.sl_reps_n[i]
-        cdef int64_t top = 0, pair, newcap
-        cdef int64_t* nbfs
+        cdef int64_t top = 0, pair
         cdef int32_t a, p, a2, p2, r
         cdef uint8_t b
         cdef bint ok = True
@@ -784,13 +762,9 @@ cdef class Runtime:
                     pair = ((<int64_t>a2) << 32) | p2
                     if self._seen_add(pair):
                         if top == self.bfs_cap:
-                            newcap = self.bfs_cap * 2
-                            nbfs = <int64_t*>realloc(self.bfs, sizeof(int64_t) * newcap)
-                            if nbfs == NULL:
-                                with gil:
-                                    _raise_memory("containment check")
-                            self.bfs = nbfs
-                            self.bfs_cap = newcap
+                            self.bfs = <int64_t*>grow(self.bfs, sizeof(int64_t) * self.bfs_cap * 2,
+                                                      "containment check")
+                            self.bfs_cap *= 2
                         self.bfs[top] = pair
                         top += 1
         if ok:
@@ -832,8 +806,7 @@ cdef class Runtime:
                 free(self.seen_gen)
                 self.seen_pairs = old
                 self.seen_gen = oldgen
-                with gil:
-                    _raise_memory("containment check")
+                raise_oom("containment check")
             self.seen_cap = oldcap * 2
             mask = self.seen_cap - 1
             for i in range(oldcap):
@@ -877,25 +850,13 @@ cdef class Runtime:
     cdef int _add_exit(self, int32_t scan_state, int32_t node) except -1 nogil:
         cdef int32_t aid = self.dfa.c.accept_id[scan_state]
         cdef int32_t newcap
-        cdef int32_t* p
-        cdef int64_t* q
         if aid >= self.aid_cap:
-            newcap = self.aid_cap
-            while newcap <= aid:
-                newcap *= 2
-            p = <int32_t*>realloc(self.aid_state, sizeof(int32_t) * newcap)
-            if p == NULL:
-                with gil:
-                    _raise_memory("exit list")
-            self.aid_state = p
+            newcap = <int32_t>grown(self.aid_cap, <int64_t>aid + 1)
+            self.aid_state = <int32_t*>grow(self.aid_state, sizeof(int32_t) * newcap, "exit list")
             self.aid_cap = newcap
         self.aid_state[aid] = scan_state
         if self.ex_n == self.ex_cap:
-            q = <int64_t*>realloc(self.ex_keys, sizeof(int64_t) * self.ex_cap * 2)
-            if q == NULL:
-                with gil:
-                    _raise_memory("exit list")
-            self.ex_keys = q
+            self.ex_keys = <int64_t*>grow(self.ex_keys, sizeof(int64_t) * self.ex_cap * 2, "exit list")
             self.ex_cap *= 2
         self.ex_keys[self.ex_n] = ((<int64_t>aid) << 32) | node
         self.ex_n += 1
@@ -1075,8 +1036,7 @@ cdef class Runtime:
         cdef Entry* saved = self.cur_owner
         cdef bint ok = False
         if e == NULL:
-            with gil:
-                _raise_memory("mask cache entry")
+            raise_oom("mask cache entry")
         e.q = q
         self.cur_owner = e
         try:
@@ -1129,8 +1089,7 @@ cdef class Runtime:
         e.end_fb = <uint32_t*>calloc(<size_t>n * max(1, W), sizeof(uint32_t))
         e.end_fb_nw = <uint32_t*>calloc(<size_t>n * max(1, W), sizeof(uint32_t))
         if e.end_state == NULL or e.end_fb == NULL or e.end_fb_nw == NULL:
-            with gil:
-                _raise_memory("mask cache entry")
+            raise_oom("mask cache entry")
         memcpy(e.end_state, ends, sizeof(int32_t) * n)
         for k in range(n):
             se = ends[k]
@@ -1343,9 +1302,9 @@ cdef class MatcherCore:
         if (self.st_lex == NULL or self.st_nrows == NULL or self.st_byte == NULL or self.st_chars == NULL
                 or self.memo_key == NULL or self.memo_val == NULL or self.memo_acc == NULL
                 or self.tokd == NULL):
-            _raise_memory("matcher")
+            raise_memory("matcher")
         if cfg_rmutex_init(&self.lock) != 0:
-            _raise_memory("matcher lock")
+            raise_memory("matcher lock")
         self.lock_ok = True
         memset(self.memo_key, 0xFF, sizeof(int64_t) * MEMO_SIZE)
         self._account()
@@ -1399,33 +1358,15 @@ cdef class MatcherCore:
         cdef int64_t per = 3 * sizeof(int32_t) + 1
         if need < self.cap:
             return 0
-        newcap = self.cap
-        while newcap <= need:
-            newcap *= 2
+        newcap = <int32_t>grown(self.cap, <int64_t>need + 1)
         if self.rows.held_bytes() + (newcap - self.cap) * per > self.rows.g.max_matcher_bytes:
             newcap = need + 64
             if check:
                 self.rows.charge((newcap - self.cap) * per)
-        p1 = <int32_t*>realloc(self.st_lex, sizeof(int32_t) * newcap)
-        if p1 == NULL:
-            with gil:
-                _raise_memory("byte stack")
-        self.st_lex = p1
-        p2 = <int32_t*>realloc(self.st_nrows, sizeof(int32_t) * newcap)
-        if p2 == NULL:
-            with gil:
-                _raise_memory("byte stack")
-        self.st_nrows = p2
-        p2 = <int32_t*>realloc(self.st_chars, sizeof(int32_t) * newcap)
-        if p2 == NULL:
-            with gil:
-                _raise_memory("byte stack")
-        self.st_chars = p2
-        p3 = <uint8_t*>realloc(self.st_byte, newcap)
-        if p3 == NULL:
-            with gil:
-                _raise_memory("byte stack")
-        self.st_byte = p3
+        self.st_lex = <int32_t*>grow(self.st_lex, sizeof(int32_t) * newcap, "byte stack")
+        self.st_nrows = <int32_t*>grow(self.st_nrows, sizeof(int32_t) * newcap, "byte stack")
+        self.st_chars = <int32_t*>grow(self.st_chars, sizeof(int32_t) * newcap, "byte stack")
+        self.st_byte = <uint8_t*>grow(self.st_byte, newcap, "byte stack")
         self.cap = newcap
         self._account()
         return 0
@@ -1666,13 +1607,8 @@ cdef class MatcherCore:
         return r
 
     cdef int _push_tok(self, int64_t d) except -1 nogil:
-        cdef int64_t* p
         if self.n_tok == self.cap_tok:
-            p = <int64_t*>realloc(self.tokd, sizeof(int64_t) * self.cap_tok * 2)
-            if p == NULL:
-                with gil:
-                    _raise_memory("token list")
-            self.tokd = p
+            self.tokd = <int64_t*>grow(self.tokd, sizeof(int64_t) * self.cap_tok * 2, "token list")
             self.cap_tok *= 2
             self._account()     # counted, not checked: the token's bytes are already in
         self.tokd[self.n_tok] = d
@@ -1843,7 +1779,7 @@ cdef class MatcherCore:
     def rebind(self, Runtime rt):
         """Use ``rt`` for this core's next calls: a runtime of the same lexer,
         parser and vocabulary (a compile's lexeme slices, published after its
-        first masks; ``cfgmask/compiler.py``).  The byte stack, rows and memo
+        first masks; ``cfgmask/engine/compiler.py``).  The byte stack, rows and memo
         hold lexer states and rows only, which both runtimes share, so nothing
         else changes; a mask never depends on the runtime that computed it.
         Taken under the core's lock, so never during a fill."""
@@ -1875,11 +1811,9 @@ cdef class MatcherCore:
             memcpy(m.st_chars, self.st_chars, sizeof(int32_t) * (self.depth + 1))
             memcpy(m.st_byte, self.st_byte, self.depth + 1)
             m.depth = self.depth
-            while m.cap_tok < self.n_tok:
-                m.tokd = <int64_t*>realloc(m.tokd, sizeof(int64_t) * m.cap_tok * 2)
-                if m.tokd == NULL:
-                    _raise_memory("token list")
-                m.cap_tok *= 2
+            if m.cap_tok < self.n_tok:
+                m.tokd = <int64_t*>grow(m.tokd, sizeof(int64_t) * grown(m.cap_tok, self.n_tok), "token list")
+                m.cap_tok = grown(m.cap_tok, self.n_tok)
             memcpy(m.tokd, self.tokd, sizeof(int64_t) * self.n_tok)
             m._account()
             m.n_tok = self.n_tok

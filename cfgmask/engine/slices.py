@@ -1,0 +1,1060 @@
+"""Lexeme slices: token sets the mask path can add in bulk instead of walking.
+
+A *slice* is a byte language ``L`` with its token set ``{t : t is a prefix of
+some string of L}`` (a token may end in the middle of a character or of a
+lexeme: every token that "never dies" in the slice automaton).  If, from a
+lexer state ``q``, every string of ``L`` keeps the pending lexeme alive
+(``L ⊆ Live(q)``, checked once per ``(q, slice)`` by the runtime), then every
+token of the slice is allowed by ``q`` alone and its bitmask is ORed in
+without visiting one trie node.  Slices come from the grammar's own
+terminals:
+
+* **prefix slices** ``P_T``: the prefixes of terminal ``T`` (an identifier,
+  a number, a string).  A lexeme start that allows ``T`` contains ``P_T``.
+* **run slices** ``X+`` / ``X{1,k}``: repetitions of one character class
+  inside a terminal (identifier tails, string and comment bodies, digit and
+  whitespace runs), with bounded variants (``k`` = 4, 8, 16 and the bound
+  itself) so that bounded repetitions (``{0,30}``) benefit too.
+* **cross slices** ``c·P_T``: one byte ``c`` that is a whole ``%ignore``
+  lexeme (a space, a newline) followed by a prefix of ``T``.  With a 128k
+  vocabulary about a third of all tokens are a space and a word; they cross a
+  lexeme boundary, so no lexer state contains them, but after the space ends
+  the parser is unchanged and the next lexeme starts fresh, so the runtime
+  settles all of them with one containment check of ``P_T`` at that start.
+
+Layout (what :func:`layout` returns, what ``_fast/_matcher.pyx`` reads):
+
+* the slices form a **containment tree** by token set (a child's tokens are a
+  subset of its parent's; siblings are disjoint, overlaps are cut off the later
+  one, which only shrinks its token set, never its language); cross slices are
+  leaves;
+* every tree node has its own **filtered trie** holding its tokens minus its
+  children's; one more trie holds the tokens in no slice ("rest").  The tries
+  are laid end to end in one **forest** (each with its own root of depth 0) in
+  the same flat pre-order layout as :class:`~cfgmask.engine.trie.TokTrie`;
+* ``bits[i]``: the bitmask (int32 words) of all tokens of slice ``i``,
+  children included.
+
+Invariant the runtime relies on: the forest holds every token of the trie
+exactly once, so walking the rest trie and the tries of the slices not
+contained visits every token whose fate is not already settled.
+"""
+
+import hashlib
+import time
+
+import numpy as np
+
+from cfgmask.automata import regex as _rx
+from cfgmask.automata import unicode_tables as ut
+from cfgmask.errors import GrammarError
+
+MIN_SLICE_TOKENS = 256        # smaller slices do not pay for their trie and check
+MIN_SLICE_FRACTION = 0.004    # ... nor below this share of the vocabulary
+MAX_SLICES = 24
+BOUNDED_RUNS = (4, 8, 16)     # bounded variants of each run slice
+
+
+class Slice:
+    """One slice: a name, its automaton (a :class:`~cfgmask.automata.regex.ByteDFA`) and,
+    for a cross slice, the leading byte and the automaton of what follows it."""
+
+    def __init__(self, name, dfa, lead=None, tail=None):
+        self.name = name
+        self.dfa = dfa
+        self.lead = lead      # cross slices: the ignore byte c
+        self.tail = tail      # cross slices: the DFA of P_T
+        self._key = None      # never mutated after construction, so the digest is memoised
+        self._reps = {}       # (which, lexer byte classes) -> representative bytes
+
+    def byte_reps(self, class_of, tail=False):
+        """The bytes that are distinct for the containment product of this slice's
+        automaton (``tail``: the cross slice's tail) with a lexer whose byte classes
+        are ``class_of`` (bytes, one class per byte): the smallest byte of each
+        (lexer class, automaton column) pair, ascending, leaving out bytes on which
+        the automaton always dies.  Memoised per lexer partition, since the slice
+        tables, and so this object, are shared by every compile that keeps the slice
+        (0.05-0.1 ms a slice at each compile otherwise)."""
+        key = (tail, class_of)
+        got = self._reps.get(key)
+        if got is None:
+            alive, col_id = self._columns(tail)
+            # (lexer class, column) pairs as one int; the smallest byte of each
+            pair = np.frombuffer(class_of, dtype=np.uint8).astype(np.int64) * 256 + col_id
+            idx = np.flatnonzero(alive)
+            _u, first = np.unique(pair[idx], return_index=True)
+            got = self._reps[key] = bytes(np.sort(idx[first]).astype(np.uint8).tolist())
+        return got
+
+    def renamed(self, name):
+        """The same slice under another name (its digest and memos shared)."""
+        s = Slice(name, self.dfa, self.lead, self.tail)
+        # the digest is taken here, on the memoised original, so that every later
+        # copy shares it (a copy's own digest was lost with the copy: each new
+        # grammar hashed its memoised terminals' automata again)
+        s._key = self.key()
+        s._reps = self._reps
+        return s
+
+    def _columns(self, tail):
+        """``(alive bool[256], column id int64[256])`` of the slice's automaton (or its
+        tail): bytes with equal columns in the transition table share an id, and a
+        byte on which every state dies is not alive.  Memoised: it does not depend
+        on the lexer."""
+        k = ("columns", tail)
+        got = self._reps.get(k)
+        if got is None:
+            trans = np.asarray(self.tail.trans if tail else self.dfa.trans, dtype=np.int32)
+            alive = (trans >= 0).any(axis=0)
+            col_id = _rx._column_classes(trans)[0]      # the minimiser's column partition
+            got = self._reps[k] = (alive, col_id.astype(np.int64))
+        return got
+
+    def key(self):
+        if self._key is None:
+            self._key = self._digest()
+        return self._key
+
+    def _digest(self):
+        h = hashlib.sha256()
+        for d in (self.dfa, self.tail):
+            if d is not None:
+                h.update(np.ascontiguousarray(d.trans, dtype=np.int32).tobytes())
+        h.update(bytes([0 if self.lead is None else 1, self.lead or 0]))
+        return h.hexdigest()
+
+    def __repr__(self):
+        return f"<Slice {self.name}>"
+
+
+# ---------------------------------------------------------------- derivation
+
+def _prefix_dfa(dfa):
+    """``dfa`` read as a prefix language: every live state accepts.  Shares
+    ``dfa``'s transition table through a read-only view (no slice code writes
+    into a table; a copy per terminal and per run was 2 s and 460 MB that
+    stayed allocated for sql.lark, issue 23)."""
+    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32).view()
+    trans.flags.writeable = False
+    return _rx.ByteDFA(trans, np.ones(dfa.n_states, dtype=np.bool_),
+                       pattern=f"prefixes of {dfa.pattern}", name=dfa.name)
+
+
+def _prepend(byte, dfa):
+    """The DFA of ``bytes([byte]) + L(dfa)`` (prefix semantics)."""
+    n = dfa.n_states
+    trans = np.full((n + 1, 256), -1, dtype=np.int32)
+    trans[0, byte] = 1
+    trans[1:] = np.where(dfa.trans >= 0, dfa.trans + 1, -1)
+    return _rx.ByteDFA(trans, np.ones(n + 1, dtype=np.bool_), pattern=f"{byte:#04x} then {dfa.pattern}",
+                       name=dfa.name)
+
+
+def _repeat_classes(pattern):
+    """``(code point ranges, max_count)`` of every repeat of one character class in
+    ``pattern`` (``max_count`` None when unbounded), from Python's own parser."""
+    out = []
+    try:
+        parsed = _rx._sre_parse.parse(pattern, 0)
+    except Exception:
+        return out
+
+    def visit(sub, flags):
+        for op, av in sub:
+            if op in (_rx.MAX_REPEAT, _rx.MIN_REPEAT):
+                lo, hi, body = av
+                ranges = _rx._one_char_ranges(body, flags)
+                if ranges is None and len(body) == 1 and body[0][0] is _rx.SUBPATTERN:
+                    body = body[0][1][3]
+                if ranges is None and len(body) == 1 and body[0][0] is _rx.BRANCH:
+                    # (?:[^"\\]|\\.)*: take the one-character alternatives
+                    parts = [_rx._one_char_ranges(alt, flags) for alt in body[0][1][1]]
+                    parts = [p for p in parts if p]
+                    ranges = ut.union(*parts) if parts else None
+                if ranges and hi != 1:
+                    out.append((tuple(ranges), None if hi == _rx.MAXREPEAT else int(hi)))
+                visit(body, flags)
+            elif op is _rx.SUBPATTERN:
+                _g, add, dele, body = av
+                visit(body, _rx._combine_flags(flags, add, dele))
+            elif op is _rx.BRANCH:
+                for alt in av[1]:
+                    visit(alt, flags)
+
+    visit(parsed, parsed.state.flags)
+    return out
+
+
+def _has_cycle(trans):
+    """True when a trimmed automaton with transition table ``trans`` (``[states,
+    columns]``, -1 dead; byte columns or byte-class columns alike) accepts
+    infinitely many strings, i.e. has a cycle.
+
+    Only a heuristic decides on it ("a keyword is too small to pay"), never a
+    mask, so any answer is safe; it is exact all the same."""
+    n = trans.shape[0]
+    live = trans >= 0
+    if np.count_nonzero(live) < n:
+        # every state is reachable from the start, so n - 1 edges or fewer make a
+        # tree, which has no cycle: one numpy call settles the literals (JSON
+        # Schema keys, keywords) that are most terminals
+        return False
+    # the distinct edges with numpy (a state has many columns but few
+    # successors), then a plain-Python DFS over them
+    src, col = np.nonzero(live)
+    pairs = np.unique(src.astype(np.int64) * n + trans[src, col])
+    succ = [[] for _ in range(n)]
+    for a, b in zip((pairs // n).tolist(), (pairs % n).tolist()):
+        succ[a].append(b)
+    color = [0] * n            # 0 unseen, 1 on the DFS stack, 2 done
+    for root in range(n):
+        if color[root]:
+            continue
+        stack = [(root, iter(succ[root]))]
+        color[root] = 1
+        while stack:
+            node, it = stack[-1]
+            for nxt in it:
+                if color[nxt] == 1:
+                    return True
+                if color[nxt] == 0:
+                    color[nxt] = 1
+                    stack.append((nxt, iter(succ[nxt])))
+                    break
+            else:
+                color[node] = 2
+                stack.pop()
+    return False
+
+
+def _class_regex(ranges):
+    esc = _rx._escape_code_point
+    return "[" + "".join(esc(a) if a == b else esc(a) + "-" + esc(b) for a, b in ranges) + "]"
+
+
+def derive(grammar, lexer_spec):
+    """Candidate slices of a grammar (not yet filtered by token counts)."""
+    out, seen = [], set()
+
+    def add(s):
+        k = s.key()
+        if k not in seen:
+            seen.add(k)
+            out.append(s)
+
+    prefix, runs = {}, set()
+    for t, name in enumerate(grammar.terminal_names):
+        if lexer_spec.counted(t):
+            continue    # its automaton alone over-approximates it: no bound, no slice
+        p, run_slices = _terminal_slices(grammar.terminal_patterns[t], lexer_spec.class_tables[t],
+                                         lambda: lexer_spec.dfa(t))
+        if p is None:
+            continue
+        p = p.renamed(f"P[{name}]")
+        prefix[t] = p
+        add(p)
+        for run, suffix, sl in run_slices:
+            if run not in runs:    # a run another terminal already offered keeps its name
+                add(sl.renamed(f"run[{name}]{suffix}"))
+        runs.update(run for run, _suffix, _sl in run_slices)
+    # cross slices: an ignore lexeme of one byte, then a prefix of a terminal whose
+    # first byte cannot continue that lexeme (so every such token leaves it there)
+    leads = {}
+    for t in range(len(grammar.terminal_names)):
+        if grammar.terminal_is_ignore[t]:
+            dfa = lexer_spec.dfa(t)
+            for b in range(256):
+                s = dfa.trans[0, b]
+                if s >= 0 and dfa.accepting[s]:
+                    stops = dfa.trans[s] < 0
+                    leads[b] = stops if b not in leads else (leads[b] & stops)
+    for b in sorted(leads):
+        for t, p in prefix.items():
+            if not grammar.terminal_is_ignore[t]:
+                tail = _first_byte_only(p.dfa, leads[b])
+                add(Slice(f"{chr(b)!r}+P[{grammar.terminal_names[t]}]", _prepend(b, tail),
+                          lead=b, tail=tail))
+    return out
+
+
+_TERMINAL_SLICES = {}      # pattern -> (prefix slice or None, run slices), insertion order = age
+_TERMINAL_SLICES_SIZE = 4096
+
+
+def _terminal_slices(pattern, class_table, get_dfa):
+    """The slices one terminal offers, memoised by its pattern: ``(prefix, runs)``
+    with ``prefix`` a :class:`Slice` of its prefixes, or ``None`` when it offers
+    none (a lookahead decides where its lexeme ends, or it is finite: a keyword
+    is too small to pay), and ``runs`` a tuple of ``((ranges, hi), suffix,
+    slice)`` for each run of one character class inside it and each bounded
+    variant.  ``class_table`` is the terminal's table over the lexer's byte
+    classes (None: read the automaton's own byte table) and ``get_dfa()``
+    gives its byte automaton (both functions of the pattern alone); the
+    automaton is only built for a terminal that has a cycle.  Grammars generated one after another (a JSON Schema each) share most
+    terminals, and reading a pattern with Python's parser, building automata
+    and the cycle check were most of a new grammar's slice work."""
+    got = _TERMINAL_SLICES.get(pattern)
+    if got is not None:
+        return got
+    body = _lookahead_body(pattern)
+    if body is not None:
+        try:
+            got = _restricted_terminal_slices(body, get_dfa)
+        except GrammarError:
+            got = None        # a body the byte pipeline refuses: read the whole pattern
+        if got is not None:
+            _memo_put(_TERMINAL_SLICES, pattern, got, _TERMINAL_SLICES_SIZE)
+            return got
+    if class_table is None:
+        dfa = get_dfa()
+        if not _has_cycle(dfa.trans):
+            dfa = None
+    else:
+        dfa = get_dfa() if _has_cycle(class_table) else None
+    if dfa is None or dfa.has_follow_restrictions:
+        got = (None, ())
+    else:
+        runs, seen = [], set()
+        for ranges, hi in _repeat_classes(pattern):
+            # sql.lark's generated identifier patterns repeat one class thousands
+            # of times: each (class, bound) once (a repeat offers what its first
+            # copy offered, and derive() drops equal slices anyway)
+            if (ranges, hi) in seen:
+                continue
+            seen.add((ranges, hi))
+            cls = _class_regex(ranges)
+            bounds = [k for k in BOUNDED_RUNS if hi is None or k < hi]
+            if hi is not None and hi > 1:
+                bounds.append(hi)
+            variants = ["+"] if hi is None else []
+            variants += [f"{{1,{k}}}" for k in bounds]
+            for suffix in variants:
+                sl = _run_slice(cls, suffix)
+                if sl is not None:
+                    runs.append(((ranges, hi), suffix, sl))
+        got = (Slice("P", _prefix_dfa(dfa)), tuple(runs))
+    _memo_put(_TERMINAL_SLICES, pattern, got, _TERMINAL_SLICES_SIZE)
+    return got
+
+
+_MISSING = object()
+_RUN_SLICES = {}          # (class regex, suffix) -> run Slice or None (refused), shared by all terminals
+
+
+def _run_slice(cls, suffix):
+    """The run slice ``cls + suffix`` (``[a-z]+``, ``[0-9]{1,8}``), memoised: one
+    object (and one digest) however many terminals and grammars offer it."""
+    k = (cls, suffix)
+    got = _RUN_SLICES.get(k, _MISSING)     # one lookup: another thread may drop the entry
+    if got is not _MISSING:
+        return got
+    try:
+        d = _rx.compile_regex(cls + suffix, name=f"run{suffix}", max_states=4096)
+        got = Slice(f"run{suffix}", _prefix_dfa(d))
+    except GrammarError:
+        got = None
+    _memo_put(_RUN_SLICES, k, got, _TERMINAL_SLICES_SIZE)
+    return got
+
+
+def _restricted_terminal_slices(body, get_dfa):
+    """The slices of a terminal ``(?!X\\Z)Y``: its own prefix slice and the runs of
+    ``Y`` (its language is ``Y``'s minus ``X``: infinite when ``Y`` is and ``X``
+    is a few strings, which is all the cycle heuristic needs; its repeats are
+    ``Y``'s).  JSON Schema grammars spell "any other key" this way, a new
+    pattern in every schema around the same string body: reading the long
+    pattern with Python's parser and the cycle check were most of a new
+    schema's slice work (0.5-0.6 ms of its 3.4 ms compile at p50).  ``Y``'s own
+    entry is memoised like any terminal's."""
+    base_prefix, base_runs = _terminal_slices(
+        body, None, lambda: _rx.compile_regex(body, name="slice body", max_states=4096))
+    if base_prefix is None:
+        return (None, ())
+    dfa = get_dfa()
+    if dfa.has_follow_restrictions:
+        return (None, ())
+    return (Slice("P", _prefix_dfa(dfa)), base_runs)
+
+
+def _lookahead_body(pattern):
+    """``Y`` when ``pattern`` is one or more leading negative lookaheads
+    ``(?!...)`` followed by ``Y`` (without a group that wraps all of it), else
+    None.  Positive ones (intersections) are left alone: ``Y`` minus a few
+    strings is as infinite as ``Y``, but ``Y`` cut to a length is finite."""
+    i, n = 0, len(pattern)
+    while pattern.startswith("(?!", i):
+        j = _group_end(pattern, i)
+        if j is None:
+            return None
+        i = j
+    if i == 0 or i == n:
+        return None
+    body = pattern[i:]
+    if body.startswith("(?:") and _group_end(body, 0) == len(body):
+        body = body[3:-1]
+    return body
+
+
+def _group_end(pattern, i):
+    """The index just past the group opened at ``pattern[i] == "("``, or None."""
+    depth = 0
+    for j, c in _rx.unescaped_characters(pattern, i):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return None
+
+
+def _first_byte_only(dfa, allowed):
+    """``dfa`` with its first byte restricted to ``allowed`` (bool [256])."""
+    trans = dfa.trans.copy()
+    trans[0, ~allowed] = -1
+    return _rx.ByteDFA(trans, dfa.accepting.copy(), pattern=dfa.pattern, name=dfa.name)
+
+
+# ---------------------------------------------------------------- membership
+
+def trie_membership(dfa, trie, special, lead=None):
+    """:func:`token_membership` computed on the trie, one level at a time: shared
+    prefixes are stepped once (the trie has 2-3x fewer nodes than the tokens
+    have bytes) and a dead node kills its whole subtree.  Only tokens in the
+    trie can be members (they are the only ones the runtime's walks see)."""
+    parent, by_depth, depth_start = trie.levels()
+    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+    n_states = trans.shape[0]
+    # one extra dead row so that a dead parent stays dead without a branch
+    table = np.vstack([trans, np.full((1, trans.shape[1]), -1, np.int32)])
+    table[table < 0] = n_states
+    state = np.full(trie.n_nodes, n_states, dtype=np.int32)
+    state[0] = 0
+    byte = trie.node_byte
+    for d in range(1, trie.max_depth + 1):
+        here = by_depth[depth_start[d]:depth_start[d + 1]]
+        st = table[state[parent[here]], byte[here]]
+        state[here] = st
+        if not (st < n_states).any():
+            break      # every node of this depth is dead, so is everything deeper (still n_states)
+    node = trie.token_node
+    ok = node > 0
+    ok[ok] = state[node[ok]] < n_states
+    n = min(len(special), len(ok))
+    ok[:n] &= special[:n] == 0
+    if lead is not None:
+        ok[ok] = trie.node_depth[node[ok]] >= 2
+    return ok
+
+
+def token_membership(dfa, flat, offsets, special, lead=None):
+    """Boolean array over token ids: the token's bytes never die in ``dfa``
+    (cross slices also need at least one byte after the lead).  The reference
+    for :func:`trie_membership`, token by token over the flattened bytes; the
+    tests compare the two."""
+    n = len(offsets) - 1
+    lens = np.diff(offsets)
+    ok = (lens > 0) & (special == 0)
+    if lead is not None:
+        ok &= lens >= 2
+    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+    state = np.zeros(n, dtype=np.int32)
+    idx = np.flatnonzero(ok)
+    pos = 0
+    while idx.size:
+        st = state[idx]
+        b = flat[offsets[idx] + pos]
+        nxt = trans[st, b]
+        alive = nxt >= 0
+        ok[idx[~alive]] = False
+        idx, nxt = idx[alive], nxt[alive]
+        state[idx] = nxt
+        pos += 1
+        more = lens[idx] > pos
+        idx = idx[more]
+    return ok
+
+
+# ---------------------------------------------------------------- tree and forest
+
+class SliceTables:
+    """Everything the runtime needs about a grammar's slices (see module doc)."""
+
+    def __init__(self, slices, parent, tok, forest, trie_lo, trie_hi, rest_lo, rest_hi, words):
+        self.slices = slices
+        self.parent = parent          # parent index per slice, -1 for roots
+        self.tokens = tok             # bool [n_slices, V]: all tokens of the slice
+        self.forest = forest          # dict of flat arrays
+        self.trie_lo = trie_lo        # per slice: first node of its own trie (its root)
+        self.trie_hi = trie_hi
+        self.rest_lo = rest_lo
+        self.rest_hi = rest_hi
+        self.words = words
+        self._bits = None
+
+    @property
+    def n(self):
+        return len(self.slices)
+
+    def bits(self):
+        """int32 [n_slices, words] bitmasks (all tokens of each slice); computed once
+        (the tables are shared by every compile that keeps these slices)."""
+        if self._bits is None:
+            V = self.tokens.shape[1]
+            out = np.zeros((self.n, self.words * 32), dtype=np.bool_)
+            out[:, :V] = self.tokens
+            bits = np.packbits(out, axis=1, bitorder="little").view(np.int32).reshape(self.n, self.words)
+            bits.flags.writeable = False
+            self._bits = bits
+        return self._bits
+
+    def describe(self):
+        return [(s.name, int(self.tokens[i].sum()), int(self.parent[i])) for i, s in enumerate(self.slices)]
+
+
+def _filtered_trie(trie, keep_token):
+    """The trie of the tokens with ``keep_token[id]`` (ids with equal bytes agree),
+    as arrays in the TokTrie layout, derived from the full trie without sorting."""
+    n = trie.n_nodes
+    tokn = np.asarray(trie.node_token)
+    depth = np.asarray(trie.node_depth)
+    has = np.zeros(n, dtype=np.bool_)
+    t_ok = tokn >= 0
+    has[t_ok] = keep_token[tokn[t_ok]]
+    parent, by_depth, depth_start = trie.levels()
+    for d in range(trie.max_depth, 0, -1):     # a kept node keeps its parent, bottom up
+        here = by_depth[depth_start[d]:depth_start[d + 1]]
+        has[parent[here[has[here]]]] = True
+    has[0] = True
+    first_kept_at = np.concatenate([np.cumsum(has) - has, [has.sum()]])  # kept nodes before i
+    keep_idx = np.flatnonzero(has)
+    node_token = np.where(t_ok[keep_idx] & keep_token[np.maximum(tokn[keep_idx], 0)],
+                          tokn[keep_idx], -1).astype(np.int32)
+    send = first_kept_at[np.asarray(trie.node_subtree_end)[keep_idx]].astype(np.int32)
+    return (np.asarray(trie.node_byte)[keep_idx].copy(), depth[keep_idx].astype(np.int32),
+            node_token, send)
+
+
+def _membership(s, trie, special, V, memo):
+    """Bool [V]: the tokens of slice ``s`` (see :func:`_packed_membership`)."""
+    return np.unpackbits(_packed_membership(s, trie, special, V, memo), bitorder="little",
+                         count=V).astype(np.bool_)
+
+
+# bits set in each byte value (np.bitwise_count needs numpy >= 2; we allow 1.26)
+_BYTE_POPCOUNT = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
+
+
+def _count_bits(packed):
+    """The number of set bits in a packed uint8 array."""
+    return int(_BYTE_POPCOUNT[packed].sum())
+
+
+def _packed_membership(s, trie, special, V, memo):
+    """The tokens of slice ``s`` as packed bits (little bit order, ``ceil(V / 8)``
+    bytes, zero padding), memoised in ``memo`` by the slice's digest (6-16 KB
+    each) so that grammars sharing terminals share the work."""
+    k = s.key()
+    if memo is not None:
+        got = memo.get(k)
+        if got is not None:
+            return got
+    m = np.zeros(V, dtype=np.bool_)
+    got = trie_membership(s.dfa, trie, special, s.lead)
+    m[:min(V, len(got))] = got[:V]
+    packed = np.packbits(m, bitorder="little")
+    if memo is not None:
+        if len(memo) >= _MEMBERSHIP_MEMO_SIZE:
+            memo.pop(next(iter(memo)), None)
+        memo[k] = packed
+    return packed
+
+
+def _threshold(n_tok, min_tokens=MIN_SLICE_TOKENS, min_fraction=MIN_SLICE_FRACTION):
+    """The fewest tokens a kept slice has of its own."""
+    return max(1, min_tokens, int(min_fraction * max(1, n_tok)))
+
+
+def _first_bytes(s):
+    """The bytes that can start a token of candidate ``s``, as 32 packed bytes."""
+    return np.packbits(np.asarray(s.dfa.trans[0]) >= 0, bitorder="little").tobytes()
+
+
+def choose(candidates, trie, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS,
+           min_fraction=MIN_SLICE_FRACTION, max_slices=MAX_SLICES, memberships=None):
+    """Keep the candidate slices with enough tokens and give each token to the
+    first kept slice (in priority order) that contains it.
+
+    Returns ``(indices into candidates, own token sets)``, in priority order.
+    Priority: prefix slices (largest first: identifiers and strings are what
+    most lexer states can continue), then cross slices (a space and a word:
+    the largest family of tokens that cross a lexeme boundary), then run
+    slices (bounded variants before unbounded ones, so each length range gets
+    its own trie).  A slice that gets too few tokens of its own is dropped.
+    ``memberships``: a dict memoising each candidate's token set.
+    """
+    V = vocab_size
+    threshold = _threshold(len(special), min_tokens, min_fraction)
+    max_slices = min(int(max_slices), 32)
+    # an upper bound per candidate from the tokens' first bytes alone: most run
+    # candidates (digits, one punctuation class) cannot reach the threshold, and
+    # skipping them changes nothing but the time (the bound is never below the count)
+    first_count = trie.first_byte_counts()     # trie tokens per first byte
+    # token sets stay packed (8 tokens a byte) until the few kept ones are returned
+    scored = []
+    for i, s in enumerate(candidates):
+        if int(first_count[s.dfa.trans[0] >= 0].sum()) < threshold:
+            continue
+        m = _packed_membership(s, trie, special, V, memberships)
+        c = _count_bits(m)
+        if c >= threshold:
+            kind = 1 if s.lead is not None else (0 if s.name.startswith("P[") else 2)
+            scored.append(((kind, c if kind == 2 else -c, i), i, m))
+    scored.sort(key=lambda x: x[0])
+    chosen, own = [], []
+    taken = np.zeros((V + 7) // 8, dtype=np.uint8)
+    for _key, i, m in scored:
+        if len(chosen) >= max_slices:
+            break
+        mine = m & ~taken
+        if _count_bits(mine) < threshold:
+            continue
+        chosen.append(i)
+        own.append(mine)
+        taken |= mine
+    own = [np.unpackbits(m, bitorder="little", count=V).astype(np.bool_) for m in own]
+    return chosen, own
+
+
+def _own_sets(slices, trie, special, V, memberships):
+    """The own token sets of already chosen ``slices`` (in their priority order)."""
+    own = []
+    taken = np.zeros(V, dtype=np.bool_)
+    for s in slices:
+        m = _membership(s, trie, special, V, memberships)
+        own.append(m & ~taken)
+        taken |= m
+    return own
+
+
+def layout(slices, own, trie, vocab_size):
+    """The forest of filtered tries (one per slice with its own tokens, then the
+    rest) and the containment tree: a :class:`SliceTables`."""
+    V = vocab_size
+    taken = np.zeros(V, dtype=np.bool_)
+    for mine in own:
+        taken |= mine
+    parts, lo, hi = [], [], []
+    base = 0
+
+    def add_trie(keep):
+        nonlocal base
+        nb, nd, nt, ne = _filtered_trie(trie, keep)
+        parts.append((nb, nd, nt, ne + base))
+        start = base
+        base += len(nb)
+        return start, base
+
+    for j in range(len(slices)):
+        a, b = add_trie(own[j])
+        lo.append(a)
+        hi.append(b)
+    rest_lo, rest_hi = add_trie(~taken)
+    forest = {
+        "node_byte": np.concatenate([p[0] for p in parts]).astype(np.uint8),
+        "node_depth": np.concatenate([p[1] for p in parts]).astype(np.int32),
+        "node_token": np.concatenate([p[2] for p in parts]).astype(np.int32),
+        "node_subtree_end": np.concatenate([p[3] for p in parts]).astype(np.int32),
+    }
+    words = (V + 31) // 32
+    tokens = np.array(own, dtype=np.bool_).reshape(len(own), V)
+    return SliceTables(slices, _implied_by(slices, tokens), tokens, forest,
+                       np.array(lo, dtype=np.int32), np.array(hi, dtype=np.int32),
+                       rest_lo, rest_hi, words)
+
+
+def _implied_by(slices, tokens):
+    """``parent[i]``: a kept slice whose language is a subset of slice ``i``'s, or -1.
+
+    This is the containment tree the runtime uses to skip checks: if the
+    smaller language is not contained in a lexer state's live strings, the
+    larger one cannot be either.  Only the bounded/unbounded variants of one
+    run are related this way (``X{1,4} ⊂ X{1,8} ⊂ X+``), read off the names
+    derive() gives them.
+    """
+    parent = np.full(len(slices), -1, dtype=np.int32)
+    by_name = {s.name: i for i, s in enumerate(slices)}
+    for i, s in enumerate(slices):
+        if not s.name.startswith("run["):
+            continue
+        stem, _, bound = s.name.rpartition("]")
+        stem += "]"
+        best = None
+        for j, t in enumerate(slices):
+            if j == i or not t.name.startswith(stem) or t.name.rpartition("]")[0] + "]" != stem:
+                continue
+            tb = t.name.rpartition("]")[2]
+            if _bound(tb) < _bound(bound) and (best is None or _bound(tb) > _bound(slices[best].name.rpartition("]")[2])):
+                best = j
+        if best is not None:
+            parent[i] = best
+    del by_name
+    return parent
+
+
+def _bound(suffix):
+    if suffix == "+":
+        return float("inf")
+    return int(suffix.strip("{}").split(",")[1])
+
+
+# ---------------------------------------------------------------- derivation cache
+
+DERIVE_FORMAT = 3     # 3: each candidate's first bytes next to its digest
+_DERIVED = {}          # digest -> candidate slices (insertion order = age)
+_DERIVED_SIZE = 32
+_CANDIDATE_KEYS = {}   # digest -> (the candidates' digests, their first bytes): the disk entry
+_CANDIDATE_KEYS_SIZE = 256
+
+
+def _terminals_key(grammar):
+    from cfgmask import cache
+    # one string hashed once (an update per part was a third of this step's time)
+    parts = []
+    for name, pattern, flags, ignore in zip(grammar.terminal_names, grammar.terminal_patterns,
+                                            grammar.terminal_flags, grammar.terminal_is_ignore.tolist()):
+        parts += (name, pattern, ",".join(sorted(flags)), "i" if ignore else "-")
+    text = "\0".join(parts) + "\0" if parts else ""
+    return {"format": DERIVE_FORMAT, "code": cache.code_fingerprint(__name__, "cfgmask.automata.regex"),
+            "terminals": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}
+
+
+def derived(grammar, lexer_spec, memo_key=None):
+    """:func:`derive`, memoised in memory by the terminals (name, pattern, flags,
+    ``%ignore``; ``memo_key``: the ``"terminals"`` hash of :func:`_terminals_key`,
+    when the caller has it; the code is the same for a whole process)."""
+    if memo_key is None:
+        memo_key = _terminals_key(grammar)["terminals"]
+    hit = _DERIVED.get(memo_key)
+    if hit is None:
+        hit = derive(grammar, lexer_spec)
+        _memo_put(_DERIVED, memo_key, hit, _DERIVED_SIZE)
+    return hit
+
+
+class _StaleCandidates(Exception):
+    """The candidate list read from the disk cache does not match the derivation."""
+
+
+def _derived_as_listed(grammar, lexer_spec, memo_key, n_keys):
+    """:func:`derived`, checked against the number of candidate digests the caller
+    indexes with (they may come from a ``slice-candidates`` entry that a valid
+    checksum does not prove right)."""
+    got = derived(grammar, lexer_spec, memo_key)
+    if len(got) != n_keys:
+        raise _StaleCandidates()
+    return got
+
+
+def _candidate_keys(grammar, lexer_spec, key=None, rederive=False):
+    """``(digests, first bytes)`` of the grammar's candidate slices, without their
+    automata when possible: from memory, then from the disk cache (kind
+    ``slice-candidates``, a few KB), else by deriving them.  Deriving reads
+    every pattern with Python's regex parser, 30-45 ms for the SQL and
+    JavaScript grammars (their generated identifier patterns are long); the
+    automata themselves (up to tens of MB for those identifiers) are only
+    needed to build a new choice or new tables.  The first bytes (32 packed
+    bytes a candidate) bound a candidate's token count on any vocabulary
+    (:func:`for_grammar` leaves the hopeless ones out of the choice key).
+
+    A grammar whose builder handed its automata over (a JSON Schema grammar:
+    ``terminal_automata_prebuilt``) skips the disk: its builder runs again in
+    any process, and a lookup that almost always misses cost more than most
+    such grammars' derivation."""
+    from cfgmask import cache
+    if key is None:
+        key = _terminals_key(grammar)
+    memo_key = key["terminals"]     # the rest of the key is this process's code
+    got = None if rederive else _CANDIDATE_KEYS.get(memo_key)
+    if got is not None:
+        return list(got[0]), list(got[1])
+    use_disk = not grammar.terminal_automata_prebuilt
+    digest = cache.key_digest(key) if use_disk else None
+    keys = firsts = None
+    hit = _DERIVED.get(memo_key)
+    if hit is not None:
+        keys, firsts = [c.key() for c in hit], [_first_bytes(c) for c in hit]
+    elif use_disk and not rederive:
+        entry = cache.load("slice-candidates", key, digest, _check_candidates)
+        if entry is not None:
+            keys = entry[0]["keys"]
+            firsts = [bytes.fromhex(f) for f in entry[0]["first_bytes"]]
+    if keys is None or rederive:
+        t0 = time.perf_counter()
+        cands = derived(grammar, lexer_spec, memo_key)
+        keys, firsts = [c.key() for c in cands], [_first_bytes(c) for c in cands]
+        if use_disk and (rederive or time.perf_counter() - t0 > cache.PERSIST_ABOVE_S):
+            cache.store("slice-candidates", key, {"keys": keys, "first_bytes": [f.hex() for f in firsts]},
+                        {}, digest)
+    _memo_put(_CANDIDATE_KEYS, memo_key, (tuple(keys), tuple(firsts)), _CANDIDATE_KEYS_SIZE)
+    return list(keys), list(firsts)
+
+
+# ---------------------------------------------------------------- per vocabulary cache
+
+SLICES_FORMAT = 3
+_TABLE_CACHE_SIZE = 16
+_CHOICE_CACHE_SIZE = 256
+_MEMBERSHIP_MEMO_SIZE = 1024
+
+
+def _memo_put(memo, key, value, size):
+    """Insert into a bounded memo, dropping the oldest entries.  Compiles may run
+    in several threads: another thread may drop the same entry first, which is
+    fine (a memo only saves work)."""
+    while len(memo) >= size:
+        try:
+            memo.pop(next(iter(memo)), None)
+        except (StopIteration, RuntimeError):
+            break
+    memo[key] = value
+
+
+def for_grammar(grammar, lexer_spec, prepared, **options):
+    """The :class:`SliceTables` of ``grammar`` on a prepared vocabulary (see
+    :func:`_for_grammar`)."""
+    try:
+        return _for_grammar(grammar, lexer_spec, prepared, options, False)
+    except _StaleCandidates:
+        # a slice-candidates entry listed another number of candidates than the
+        # grammar has: derive them and overwrite the entry (once)
+        return _for_grammar(grammar, lexer_spec, prepared, options, True)
+
+
+def _for_grammar(grammar, lexer_spec, prepared, options, rederive):
+    """The :class:`SliceTables` of ``grammar`` on a prepared vocabulary.
+
+    Three levels, each memoised in memory and kept in the disk cache
+    (``cfgmask.cache``), keyed by the vocabulary's fingerprint, the build
+    options and this module's code:
+
+    * *candidates* (kind ``slice-candidates``): the digests of the grammar's
+      candidate slices, keyed by its terminals;
+    * *choice* (kind ``slice-choice``): which candidates are kept, keyed by all
+      candidates' digests;
+    * *tables* (kind ``slices``: the kept slices' automata, token sets, forest,
+      tree), keyed by the kept slices alone.
+
+    A compile that hits all three derives nothing and builds nothing.  Grammars
+    that differ only in terminals that make no slice (every JSON Schema grammar
+    keeps the same string-body runs) share the tables, and each candidate's
+    token set is memoised, so a new grammar pays for the candidates it does not
+    share and for a forest only when its kept set is new.
+    """
+    from cfgmask import cache
+    terminals_key = _terminals_key(grammar)
+    terminals_memo = terminals_key["terminals"]
+    keys, firsts = _candidate_keys(grammar, lexer_spec, terminals_key, rederive)
+    V = prepared.vocab.vocab_size
+    trie, special = prepared.trie, prepared.token_special
+    # Candidates whose first bytes start too few tokens can never be kept (choose
+    # skips them too), so they stay out of the choice key: most JSON Schema
+    # grammars differ only in such terminals (a new "any other key" pattern
+    # each) and then share one choice instead of choosing again (0.3 ms).
+    threshold = _threshold(len(special), options.get("min_tokens", MIN_SLICE_TOKENS),
+                           options.get("min_fraction", MIN_SLICE_FRACTION))
+    starts = np.unpackbits(np.frombuffer(b"".join(firsts), np.uint8), bitorder="little")
+    bound = starts.reshape(len(firsts), 256).astype(np.int64) @ trie.first_byte_counts().astype(np.int64)
+    viable = np.flatnonzero(bound >= threshold).tolist()
+    base = {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
+            "vocab": prepared.vocab.fingerprint(), "options": {k: options[k] for k in sorted(options)}}
+    memberships = prepared.__dict__.setdefault("_slice_memberships", {})
+
+    # the choice: indices into the viable candidates (what its key names)
+    choice_key = dict(base, candidates=[keys[i] for i in viable])
+    choice_digest = cache.key_digest(choice_key)
+    choices = prepared.__dict__.setdefault("_slice_choices", {})
+    chosen, own = choices.get(choice_digest), None
+    if chosen is None:
+        got = cache.load("slice-choice", choice_key, choice_digest,
+                         lambda meta, arrays: _check_choice(meta, arrays, len(viable)))
+        if got is not None:
+            chosen = got[0]["chosen"]
+    if chosen is None:
+        t0 = time.perf_counter()
+        candidates = _derived_as_listed(grammar, lexer_spec, terminals_memo, len(keys))
+        chosen, own = choose([candidates[i] for i in viable], trie, special, V,
+                             memberships=memberships, **options)
+        if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
+            cache.store("slice-choice", choice_key, {"chosen": chosen}, {}, choice_digest)
+    _memo_put(choices, choice_digest, chosen, _CHOICE_CACHE_SIZE)
+    chosen = [viable[j] for j in chosen]
+
+    tables_key = dict(base, chosen=[keys[i] for i in chosen])
+    tables_digest = cache.key_digest(tables_key)
+    memo = prepared.__dict__.setdefault("_slice_tables", {})
+    hit = memo.get(tables_digest)
+    if hit is not None:
+        return hit
+    tables = None
+    got = cache.load("slices", tables_key, tables_digest,
+                     lambda meta, arrays: check_tables(meta, arrays, len(chosen), V, trie.max_depth))
+    if got is not None:
+        tables = _from_arrays(got[0], got[1], [keys[i] for i in chosen])
+    if tables is None:
+        candidates = _derived_as_listed(grammar, lexer_spec, terminals_memo, len(keys))
+        slices = [candidates[i] for i in chosen]
+        if own is None:
+            own = _own_sets(slices, trie, special, V, memberships)
+        tables = layout(slices, own, trie, V)
+        meta, arrays = _to_arrays(tables)
+        cache.store("slices", tables_key, meta, arrays, tables_digest)
+    _memo_put(memo, tables_digest, tables, _TABLE_CACHE_SIZE)
+    return tables
+
+
+def _to_arrays(tables):
+    meta = {"rest": [int(tables.rest_lo), int(tables.rest_hi)],
+            "words": int(tables.words), "V": int(tables.tokens.shape[1]),
+            "slices": [{"name": c.name, "lead": c.lead, "pattern": c.dfa.pattern,
+                        "tail": None if c.tail is None else c.tail.pattern} for c in tables.slices]}
+    arrays = dict(tables.forest)
+    arrays["tokens"] = np.packbits(tables.tokens, axis=1, bitorder="little")
+    arrays["parent"] = tables.parent
+    arrays["trie_lo"] = tables.trie_lo
+    arrays["trie_hi"] = tables.trie_hi
+    for i, c in enumerate(tables.slices):
+        arrays[f"t{i}"], arrays[f"a{i}"] = c.dfa.trans, c.dfa.accepting.astype(np.uint8)
+        if c.tail is not None:
+            arrays[f"tt{i}"], arrays[f"ta{i}"] = c.tail.trans, c.tail.accepting.astype(np.uint8)
+    return meta, arrays
+
+
+def _hex64(x):
+    if not (isinstance(x, str) and len(x) == 64):
+        return False
+    try:
+        bytes.fromhex(x)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_candidates(meta, arrays):
+    """A ``slice-candidates`` entry: ``keys`` and ``first_bytes``, two lists of
+    one length of 64 hex digits each (digests, 32 packed bytes), no arrays."""
+    keys, firsts = meta.get("keys"), meta.get("first_bytes")
+    return (not arrays and isinstance(keys, list) and isinstance(firsts, list)
+            and len(firsts) == len(keys) and all(map(_hex64, keys)) and all(map(_hex64, firsts)))
+
+
+def _check_choice(meta, arrays, n_viable):
+    """A ``slice-choice`` entry: ``chosen``, at most :data:`MAX_SLICES` distinct
+    indices into the ``n_viable`` candidates of its key, no arrays."""
+    idx = meta.get("chosen")
+    return (not arrays and isinstance(idx, list) and len(idx) <= MAX_SLICES
+            and all(type(i) is int and 0 <= i < n_viable for i in idx) and len(set(idx)) == len(idx))
+
+
+def _check_dfa(trans, accepting):
+    """A slice automaton: ``trans`` int32[S, 256], ``S >= 1`` (start 0), every
+    value -1 (dead) or a state; ``accepting`` uint8[S] of 0/1."""
+    return (isinstance(trans, np.ndarray) and isinstance(accepting, np.ndarray)
+            and trans.dtype == np.int32 and trans.ndim == 2 and trans.shape[0] >= 1
+            and trans.shape[1] == 256 and accepting.dtype == np.uint8 and accepting.shape == trans.shape[:1]
+            and int(trans.min()) >= -1 and int(trans.max()) < trans.shape[0] and int(accepting.max()) <= 1)
+
+
+def check_tables(meta, arrays, n_slices, vocab_size, max_depth):
+    """Whether a ``slices`` disk-cache entry holds tables :func:`_to_arrays` could
+    have made for ``n_slices`` slices on a vocabulary of ``vocab_size`` ids whose
+    trie is ``max_depth`` deep; the invariants ``_fast/_matcher.pyx`` indexes
+    with unchecked:
+
+    * ``meta``: ``V == vocab_size``, ``words == ceil(V / 32)``, ``rest`` two ints,
+      ``slices`` one dict per slice (``name``, ``pattern`` str; ``lead`` a byte
+      or None, ``tail`` a str exactly when ``lead`` is a byte);
+    * exactly the arrays ``_to_arrays`` makes: the forest, ``tokens``, ``parent``,
+      ``trie_lo``, ``trie_hi``, ``t<i>``/``a<i>`` per slice, ``tt<i>``/``ta<i>``
+      per cross slice;
+    * the forest passes :func:`cfgmask.engine.trie.check_forest` (pre-order subtrees,
+      token ids ``< V``), no deeper than the vocabulary's trie (the walk's stack
+      is sized by it), and its roots are exactly ``trie_lo`` then ``rest_lo``,
+      each trie ending where the next begins (``trie_hi``, ``rest_hi`` = the
+      forest's length);
+    * ``tokens`` uint8[n, ceil(V / 8)]; ``parent`` int32[n], -1 or another slice;
+    * each slice automaton passes :func:`_check_dfa`.
+    """
+    from cfgmask.engine.trie import check_forest
+    n, V = int(n_slices), int(vocab_size)
+    rest, slices = meta.get("rest"), meta.get("slices")
+    if not (meta.get("V") == V and meta.get("words") == (V + 31) // 32 and isinstance(rest, list)
+            and len(rest) == 2 and all(type(r) is int for r in rest) and isinstance(slices, list)
+            and len(slices) == n):
+        return False
+    names = {"node_byte", "node_depth", "node_token", "node_subtree_end", "tokens", "parent",
+             "trie_lo", "trie_hi"}
+    for i, m in enumerate(slices):
+        if not (isinstance(m, dict) and set(m) == {"name", "lead", "pattern", "tail"}
+                and isinstance(m["name"], str) and isinstance(m["pattern"], str)):
+            return False
+        lead, tail = m["lead"], m["tail"]
+        if lead is None and tail is None:
+            names |= {f"t{i}", f"a{i}"}
+        elif type(lead) is int and 0 <= lead < 256 and isinstance(tail, str):
+            names |= {f"t{i}", f"a{i}", f"tt{i}", f"ta{i}"}
+        else:
+            return False
+    if set(arrays) != names:
+        return False
+    nb, nd, nt, ne = (arrays[k] for k in ("node_byte", "node_depth", "node_token", "node_subtree_end"))
+    if not check_forest(nb, nd, nt, ne, V) or int(nd.max()) > max_depth:
+        return False
+    tokens, parent, lo, hi = arrays["tokens"], arrays["parent"], arrays["trie_lo"], arrays["trie_hi"]
+    if not (tokens.dtype == np.uint8 and tokens.shape == (n, (V + 7) // 8)
+            and all(a.dtype == np.int32 and a.shape == (n,) for a in (parent, lo, hi))):
+        return False
+    if n and (int(parent.min()) < -1 or int(parent.max()) >= n or (parent == np.arange(n)).any()):
+        return False
+    roots = np.flatnonzero(nd == 0)
+    if not (np.array_equal(roots, np.r_[lo.astype(np.int64), rest[0]])
+            and np.array_equal(hi, ne[lo]) and rest[1] == len(nb) == ne[rest[0]]):
+        return False
+    for i, m in enumerate(slices):
+        if not _check_dfa(arrays[f"t{i}"], arrays[f"a{i}"]):
+            return False
+        if m["lead"] is not None and not _check_dfa(arrays[f"tt{i}"], arrays[f"ta{i}"]):
+            return False
+    return True
+
+
+def _from_arrays(meta, arrays, keys):
+    """The tables of an entry whose key names the slices' digests ``keys`` (the
+    entry's checksum and key were checked by :func:`cfgmask.cache.load`)."""
+    try:
+        slices = []
+        for i, m in enumerate(meta["slices"]):
+            dfa = _rx.ByteDFA(arrays[f"t{i}"], np.asarray(arrays[f"a{i}"], dtype=np.bool_),
+                              pattern=m["pattern"], name=m["name"])
+            tail = None
+            if m["tail"] is not None:
+                tail = _rx.ByteDFA(arrays[f"tt{i}"], np.asarray(arrays[f"ta{i}"], dtype=np.bool_),
+                                   pattern=m["tail"], name=m["name"])
+            if dfa.trans.ndim != 2 or dfa.trans.shape[1] != 256:
+                return None
+            c = Slice(m["name"], dfa, lead=m["lead"], tail=tail)
+            c._key = keys[i]
+            slices.append(c)
+        if len(slices) != len(keys):
+            return None
+        V = int(meta["V"])
+        tokens = np.unpackbits(arrays["tokens"], axis=1, bitorder="little", count=V).astype(np.bool_)
+        forest = {k: np.asarray(arrays[k]) for k in ("node_byte", "node_depth", "node_token",
+                                                     "node_subtree_end")}
+        if tokens.shape[0] != len(slices):
+            return None
+        return SliceTables(slices, np.asarray(arrays["parent"]), tokens.reshape(len(slices), V), forest,
+                           np.asarray(arrays["trie_lo"]), np.asarray(arrays["trie_hi"]),
+                           int(meta["rest"][0]), int(meta["rest"][1]), int(meta["words"]))
+    except (KeyError, IndexError, ValueError, TypeError):
+        return None

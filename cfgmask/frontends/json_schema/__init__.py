@@ -1,0 +1,145 @@
+"""JSON Schema -> cfgmask grammar whose language is exactly the schema's valid instances.
+
+Entry points:
+
+* :func:`compile_schema` (also ``Grammar.from_json_schema``): a dict, JSON
+  text or a path -> :class:`~cfgmask.grammar.Grammar`;
+* :func:`json_grammar`: any JSON value in one whitespace style (the
+  generation form of the bundled ``json`` grammar);
+* :func:`validate`: check one instance with the compiler's own semantics;
+* :data:`STYLES` / :data:`DEFAULT_WHITESPACE`.
+
+"Exactly" means: a text is accepted iff it is an instance valid under the
+schema written in cfgmask's JSON style: the chosen whitespace style, keys of
+declared properties in schema order before any other keys, numbers in the
+number style of ``numbers.py``.  Everything the compiler cannot express
+exactly raises :class:`~cfgmask.GrammarError` naming the keyword and its JSON
+pointer (``strict=True``), or is over-approximated with a
+:class:`SchemaLoosened` warning listing what was loosened
+(``strict=False``).  The departures from the specification are listed in
+docs/json-schema.md.
+
+The package splits the job: ``loader`` (documents, drafts, ``$ref``),
+``normalize`` (schemas -> typed alternatives), ``strings`` and ``numbers``
+(scalar languages as regexes), ``automata`` (direct DFA constructions and
+set operations), ``emit`` (alternatives -> grammar rules), ``validate``
+(instances), ``serialize`` (values written the way a schema grammar accepts
+them), ``cli`` (``cfgmask check/generate --schema``).
+"""
+
+import time
+import warnings
+
+from cfgmask.frontends.json_schema.emit import DEFAULT_ESCAPES, DEFAULT_STYLE, ESCAPES, FLEXIBLE_MAX_RUN, STYLES, Builder
+from cfgmask.frontends.json_schema.budget import DEFAULT_MAX_WORK, DEFAULT_TIME_LIMIT_S, MAX_COUNT, Budget, active
+from cfgmask.frontends.json_schema.keywords import bounded_errors
+from cfgmask.frontends.json_schema.loader import SchemaDoc, read_schema
+from cfgmask.frontends.json_schema.normalize import PROPERTY_ORDERS, Normalizer
+from cfgmask.frontends.json_schema.validate import Validator
+
+__all__ = ["compile_schema", "json_grammar", "validate", "STYLES", "DEFAULT_WHITESPACE",
+           "ESCAPES", "DEFAULT_ESCAPES", "FLEXIBLE_MAX_RUN", "SchemaLoosened",
+           "PROPERTY_ORDERS", "DEFAULT_PROPERTY_ORDER",
+           "DEFAULT_MAX_WORK", "DEFAULT_TIME_LIMIT_S", "MAX_COUNT"]
+
+DEFAULT_WHITESPACE = DEFAULT_STYLE
+DEFAULT_PROPERTY_ORDER = "written"
+
+
+class SchemaLoosened(UserWarning):
+    """``strict=False`` over-approximated some keywords; ``.loosened`` lists (keyword, pointer, why)."""
+
+    def __init__(self, loosened):
+        self.loosened = list(loosened)
+        lines = "; ".join(f"{k} at {p}: {why}" for k, p, why in self.loosened[:20])
+        more = f" (+{len(self.loosened) - 20} more)" if len(self.loosened) > 20 else ""
+        super().__init__(f"JSON schema compiled with {len(self.loosened)} loosened keyword(s), "
+                         f"the grammar accepts more than the schema: {lines}{more}")
+
+
+@bounded_errors
+def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escapes=DEFAULT_ESCAPES,
+                   max_work=DEFAULT_MAX_WORK, time_limit_s=DEFAULT_TIME_LIMIT_S,
+                   property_order=DEFAULT_PROPERTY_ORDER):
+    """Compile a JSON schema (dict, bool, JSON text or path) to a :class:`~cfgmask.grammar.Grammar`.
+
+    ``whitespace``: one of :data:`STYLES`.  ``escapes``: ``"canonical"``
+    (strings spelled as ``json.dumps(..., ensure_ascii=False)`` spells them:
+    one spelling per value, what a model should write) or ``"any"`` (every
+    spelling RFC 8259 allows, ``\\u0061`` for ``a`` included: for checking
+    documents written elsewhere).  The grammar's
+    ``json_schema_info`` dict holds the style, the loosened keywords and the
+    time the front end took.
+
+    ``property_order`` (one of :data:`PROPERTY_ORDERS`): ``"written"`` (the
+    default) merges the ``properties`` of a conjunction left to right as the
+    schema is written, an ``allOf`` or ``$ref`` written before ``properties``
+    placing its properties first (llguidance's stable property order);
+    ``"own-first"`` lists an object's own properties before those of its
+    ``allOf`` branches and ``$ref`` targets.  Either way ``required``
+    properties no ``properties`` declares come next, then the others in any
+    order (docs/json-schema.md, "Property order").
+
+    The compile budget (docs/json-schema.md, "Compile bounds"): past
+    ``max_work`` units of work (nodes, split cases, grammar rules) or
+    ``time_limit_s`` seconds the compile stops with
+    :class:`~cfgmask.CompileBudgetExceeded` (a ``GrammarError``) naming the
+    keyword and JSON pointer it was expanding; ``None`` lifts a limit.
+    """
+    t0 = time.perf_counter()
+    budget = Budget(max_work, time_limit_s)
+    with active(budget):
+        doc = SchemaDoc(read_schema(schema))
+        norm = Normalizer(doc, strict=strict, budget=budget, property_order=property_order)
+        builder = Builder(norm, whitespace, escapes)
+        start = builder.run(frozenset([""]))
+        grammar = builder.grammar(start)
+    grammar.json_schema_info = {
+        "whitespace": whitespace, "escapes": escapes, "strict": strict,
+        "property_order": property_order,
+        "loosened": list(norm.loosened),
+        "front_end_s": time.perf_counter() - t0,
+        "work": budget.work,
+        "key_orders": _key_orders(norm),
+    }
+    if norm.loosened:
+        warnings.warn(SchemaLoosened(norm.loosened), stacklevel=2)
+    return grammar
+
+
+def _key_orders(norm):
+    """Every declared-property order of the grammar (for ``serialize``)."""
+    orders = set()
+
+    def literal(v):
+        if isinstance(v, dict):
+            if v:
+                orders.add(tuple(v))
+            for x in v.values():
+                literal(x)
+        elif isinstance(v, list):
+            for x in v:
+                literal(x)
+    for node in norm._nodes.values():
+        for alt in node.alts:
+            if alt.kind == "obj" and alt.props:
+                orders.add(tuple(n for n, _, _ in alt.props))
+            elif alt.kind == "lit":
+                for v in alt.values:
+                    literal(v)
+    return sorted(orders)
+
+
+def json_grammar(whitespace=DEFAULT_WHITESPACE, escapes=DEFAULT_ESCAPES):
+    """Any JSON value, written in ``whitespace`` style (for generation; see docs/json-schema.md).
+
+    Exact RFC 8259 validation stays with the bundled ``grammars/json.lark``.
+    """
+    return compile_schema(True, whitespace=whitespace, escapes=escapes)
+
+
+def validate(instance, schema):
+    """True iff the parsed JSON ``instance`` is valid under ``schema`` with cfgmask's semantics."""
+    doc = SchemaDoc(read_schema(schema))
+    doc.check_cycles()  # a validator would loop on an in-place cycle
+    return Validator(doc).valid(instance, "")

@@ -1,0 +1,677 @@
+"""Byte automata the regex pipeline does not build (fast), or cannot (set operations).
+
+Every function returns a :class:`~cfgmask.automata.regex.ByteDFA` with the invariants
+the lexer needs: start state 0, ``-1`` = dead, trimmed (every state can still
+reach an accepting state), no follow restrictions.  They are not always
+minimal; minimality only saves union-automaton states at run time.
+
+Each automaton is registered with :func:`cfgmask.automata.regex.remember_dfa` under a
+pattern text that is an *exact* Python regex for its language, so a
+``Grammar`` stays self-describing:
+
+* literal sets and length-bounded strings: plain regexes that
+  ``compile_regex`` could also build (only slower), memoised;
+* intersections and differences: ``(?=(?:A)\\Z)(?:B)`` and
+  ``(?!(?:A)\\Z)(?:B)``, which Python's ``re`` reads exactly but the byte
+  pipeline refuses (general lookahead), so these are pinned for as long as
+  the grammar that uses them lives;
+* digit automata for ``multipleOf``: no compact regex exists, the pattern is
+  a comment naming the language followed by ``(?!)`` (the empty language), so
+  that a lost automaton fails closed.
+
+Why the direct constructions are exact is stated next to each one.
+"""
+
+import json
+import re
+from functools import lru_cache
+
+import numpy as np
+
+from cfgmask.automata.regex import (ByteDFA, CountedDFA, _minimize_and_trim, _renumber_bfs, compile_regex, progress,
+                     remember_dfa)
+from cfgmask.frontends.json_schema import strings as S
+
+_QUOTE = 0x22
+# the lexer's default per-terminal limit (compiler.Limits.max_terminal_states)
+MAX_STATES = 20_000
+_MINIMIZE_MAX_STATES = 300
+
+
+# ------------------------------------------------------------------ basics
+
+def empty_dfa(pattern="(?!)"):
+    return ByteDFA(np.full((1, 256), -1, np.int32), np.zeros(1, bool), pattern=pattern)
+
+
+def is_empty(dfa):
+    return not bool(dfa.accepting.any())
+
+
+def _finish(trans, accepting, pattern, minimize=True):
+    """Trim, minimise (``minimize``, small ones) and renumber breadth-first from 0.
+
+    Minimising goes through the regex pipeline's own minimiser (byte
+    classes, Moore rounds finished by Hopcroft).  Minimality only saves
+    union-automaton states at run time, and Hopcroft's pure-Python rounds
+    cost about 5 ms per thousand states of a long product, so big ones are
+    only trimmed.
+    """
+    trans = np.asarray(trans, np.int32)
+    accepting = np.asarray(accepting, bool)
+    if minimize and len(accepting) <= _MINIMIZE_MAX_STATES:
+        no_follow = [0] * len(accepting)
+        trans, accepting, _ = _minimize_and_trim(trans, accepting, no_follow, moore_min_states=0)
+        if not accepting.any():
+            return empty_dfa(pattern)
+        trans, accepting, _ = _renumber_bfs(trans, accepting, no_follow[:len(accepting)])
+        return ByteDFA(trans, accepting, pattern=pattern)
+    live = _co_reachable(trans, accepting)
+    if not live[0]:
+        return empty_dfa(pattern)
+    return ByteDFA(_trimmed(trans, live), accepting[live], pattern=pattern)
+
+
+def _trimmed(trans, live):
+    """``trans`` restricted to the ``live`` states (``live[0]`` true), renumbered
+    in order: every live state is reachable from 0 through live states, so
+    compacting keeps 0 first."""
+    new_id = np.where(live, np.cumsum(live) - 1, -1)
+    trans = np.where(trans >= 0, new_id[np.maximum(trans, 0)], -1)[live].astype(np.int32)
+    return np.ascontiguousarray(trans)
+
+
+def _co_reachable(trans, accepting):
+    n = trans.shape[0]
+    src, cols = np.nonzero(trans >= 0)
+    dst = trans[src, cols]
+    order = np.argsort(dst, kind="stable")
+    src_sorted = src[order]
+    starts = np.searchsorted(dst[order], np.arange(n + 1))
+    live = accepting.copy()
+    frontier = np.flatnonzero(live)
+    while frontier.size:
+        preds = np.concatenate([src_sorted[starts[s]:starts[s + 1]] for s in frontier.tolist()])
+        preds = np.unique(preds)
+        preds = preds[~live[preds]]
+        live[preds] = True
+        frontier = preds
+    return live
+
+
+def accepts(dfa, data):
+    return dfa.matches(data)
+
+
+# -------------------------------------------------------------- products
+
+def product(a, b, mode, pattern, minimize=True):
+    """``a`` and ``b`` (``"and"``), ``a`` and not ``b`` (``"minus"``) or either (``"or"``)."""
+    trans, accepting, _, _ = _product_table(a, b, mode)
+    return _finish(trans, accepting, pattern, minimize)
+
+
+def _product_table(a, b, mode):
+    """The reachable pairs of ``a`` x ``b``: ``(trans [n, 256], accepting, pa, pb)``,
+    pair ``i`` = (``pa[i]``, ``pb[i]``), an index ``a.n_states`` / ``b.n_states``
+    meaning "dead on that side"; not trimmed.
+
+    Built over the byte classes the two automata share (bytes that both send
+    the same way stay together), so each breadth-first level reads a few
+    columns instead of 256: a product of two digit automata has about 13.
+    """
+    if isinstance(a, CountedDFA) or isinstance(b, CountedDFA):
+        # its table alone is a superset of its language
+        from cfgmask.frontends.json_schema.errors import Unsupported
+        raise Unsupported("maxLength", "a counted maxLength cannot be combined with further "
+                          "constraints")
+    na, nb = a.n_states, b.n_states
+    ca, cb = a.column_class(), b.column_class()
+    _, reps, class_of = np.unique(ca.astype(np.int32) * 256 + cb, return_index=True,
+                                  return_inverse=True)
+    # explicit non-accepting sinks (index na / nb) stand for "dead on this side"
+    A = np.vstack([a.trans[:, reps], np.full((1, len(reps)), na, np.int32)])
+    A = np.where(A < 0, na, A)
+    B = np.vstack([b.trans[:, reps], np.full((1, len(reps)), nb, np.int32)])
+    B = np.where(B < 0, nb, B)
+    a_acc = np.concatenate([a.accepting, [False]])
+    b_acc = np.concatenate([b.accepting, [False]])
+    width = nb + 1
+    ids = {0: 0}
+    pa, pb = [0], [0]
+    rows = []
+    frontier = np.array([0], np.int64)
+    while frontier.size:
+        ta = A[np.asarray(pa, np.int64)[frontier]]
+        tb = B[np.asarray(pb, np.int64)[frontier]]
+        if mode == "and":
+            ok = (ta != na) & (tb != nb)
+        elif mode == "minus":
+            ok = ta != na
+        else:
+            ok = (ta != na) | (tb != nb)
+        codes = np.where(ok, ta.astype(np.int64) * width + tb, -1)
+        new = []
+        level, inverse = np.unique(codes, return_inverse=True)
+        level_ids = np.empty(len(level), np.int64)
+        for i, code in enumerate(level.tolist()):
+            if code < 0:
+                level_ids[i] = -1
+                continue
+            sid = ids.get(code)
+            if sid is None:
+                sid = ids[code] = len(pa)
+                pa.append(code // width)
+                pb.append(code % width)
+                new.append(sid)
+            level_ids[i] = sid
+        rows.append((frontier, level_ids[inverse.reshape(codes.shape)]))
+        frontier = np.asarray(new, np.int64)
+        if len(pa) > MAX_STATES:
+            from cfgmask.frontends.json_schema.errors import Unsupported
+            raise Unsupported("string", f"the automaton of the combined constraints would have more "
+                              f"than {MAX_STATES} states")
+    n = len(pa)
+    trans = np.full((n, len(reps)), -1, np.int32)
+    for fr, mapped in rows:
+        trans[fr] = mapped
+    trans = trans[:, class_of.ravel()]
+    pa, pb = np.asarray(pa), np.asarray(pb)
+    acc_a, acc_b = a_acc[pa], b_acc[pb]
+    if mode == "and":
+        accepting = acc_a & acc_b
+    elif mode == "minus":
+        accepting = acc_a & ~acc_b
+    else:
+        accepting = acc_a | acc_b
+    return trans, accepting, pa, pb
+
+
+def union(a, a_text, b, b_text, owner):
+    """``a`` or ``b``, registered under ``(?:A|B)`` (exact whenever A and B are)."""
+    text = f"(?:{a_text}|{b_text})"
+    cached = _lookup(text)
+    if cached is None:
+        cached = product(a, b, "or", text)
+    _pin(text, cached, owner)
+    return cached, text
+
+
+def intersect_all(dfas, texts, owner):
+    """Intersection of ``dfas`` (``texts`` their patterns), pinned under an exact lookahead text."""
+    if len(dfas) == 1:
+        return dfas[0], texts[0]
+    text = "".join(f"(?=(?:{t})\\Z)" for t in texts[1:]) + f"(?:{texts[0]})"
+    cached = _lookup(text)
+    if cached is not None:
+        _pin(text, cached, owner)
+        return cached, text
+    dfa = dfas[0]
+    for other in dfas[1:]:
+        dfa = product(dfa, other, "and", text)
+    _pin(text, dfa, owner)
+    return dfa, text
+
+
+def subtract(a, a_text, b, b_text, owner):
+    """``a`` minus ``b``, pinned under ``(?!(?:B)\\Z)(?:A)``."""
+    text = f"(?!(?:{b_text})\\Z)(?:{a_text})"
+    cached = _lookup(text)
+    if cached is None:
+        cached = product(a, b, "minus", text)
+    _pin(text, cached, owner)
+    return cached, text
+
+
+# Results of set operations, keyed by their (exact) pattern text, so that the
+# same intersection or difference is computed once per process.  Bounded.
+_SETOP_CACHE = {}
+_SETOP_CACHE_SIZE = 1024
+
+
+def _lookup(text):
+    from cfgmask.automata import regex
+    entry = regex._DFA_PINNED.get(text)
+    if entry is not None:
+        return entry[0]
+    hit = _SETOP_CACHE.get(text)
+    if hit is not None:
+        return hit
+    return regex._DFA_MEMO.get(text)
+
+
+def _pin(text, dfa, owner):
+    if len(_SETOP_CACHE) >= _SETOP_CACHE_SIZE:
+        del _SETOP_CACHE[next(iter(_SETOP_CACHE))]
+    _SETOP_CACHE[text] = dfa
+    if owner is None:
+        remember_dfa(text, dfa)
+    else:
+        owner.append((text, dfa))
+
+
+# ------------------------------------------------- JSON string constructions
+
+_G = {}
+
+
+def json_char_dfa(canonical=False):
+    """The DFA of one JSON string character (``strings.JSON_CHAR``) and its final state.
+
+    Minimal and single-character, so it has exactly one accepting state and
+    that state has no transitions; the constructions below loop it back to
+    the start to read the next character.
+    """
+    if canonical not in _G:
+        g = compile_regex(S.json_char(canonical), name="JSON_CHAR")
+        finals = np.flatnonzero(g.accepting)
+        assert len(finals) == 1 and (g.trans[finals[0]] < 0).all(), "JSON_CHAR is not single-character"
+        _G[canonical] = (g.trans, int(finals[0]))
+    return _G[canonical]
+
+
+def bounded_string_dfa(lo, hi, quoted=True, canonical=False):
+    """JSON strings (quotes included) whose value has ``lo`` to ``hi`` characters.
+
+    Layered copy of the one-character automaton: layer ``i`` = ``i``
+    characters read.  Exact because the character automaton reads exactly
+    one decoded character per pass (see ``strings.chars_text``).
+    Registered under ``"(?:C){lo,hi}"``; ``quoted=False``: the string body
+    only (chunks of long strings), ``(?:C){lo,hi}``.
+    """
+    C = S.json_char(canonical)
+    text = f'"{C}{{{lo},{hi}}}"' if quoted else f'{C}{{{lo},{hi}}}'
+    cached = _lookup(text)
+    if cached is not None:
+        return cached, text
+    gtrans, gfinal = json_char_dfa(canonical)
+    k = gtrans.shape[0]
+    if not quoted:
+        # layer i = i characters read; layer i's start state accepts when i >= lo
+        n = (hi + 1) * k
+        trans = np.full((n, 256), -1, np.int32)
+        accepting = np.zeros(n, bool)
+        for i in range(hi + 1):
+            base = i * k
+            layer = np.where(gtrans >= 0, gtrans + base, -1)
+            nxt = (i + 1) * k if i < hi else -1
+            layer = np.where(gtrans == gfinal, nxt, layer)
+            trans[base:base + k] = layer
+            accepting[base] = i >= lo
+        dfa = _finish(trans, accepting, text, minimize=False)
+        remember_dfa(text, dfa)
+        return dfa, text
+    return _quoted_layers(lo, hi, False, text, gtrans, gfinal), text
+
+
+def _quoted_layers(lo, hi, loop_last, text, gtrans, gfinal):
+    """The quoted layered automaton: state 0 before the opening quote, 1 after
+    the closing one, ``2 + i*k + g`` = ``i`` characters read, character
+    automaton state ``g``; the closing quote is allowed from layers ``lo`` to
+    ``hi``, and a character finished in layer ``hi`` goes nowhere or, with
+    ``loop_last``, back to layer ``hi`` (at least ``lo = hi`` characters)."""
+    k = gtrans.shape[0]
+    n = 2 + (hi + 1) * k
+    trans = np.full((n, 256), -1, np.int32)
+    trans[0, _QUOTE] = 2
+    for i in range(hi + 1):
+        base = 2 + i * k
+        layer = np.where(gtrans >= 0, gtrans + base, -1)
+        nxt = 2 + (i + 1) * k if i < hi else (base if loop_last else -1)
+        layer = np.where(gtrans == gfinal, nxt, layer)
+        trans[base:base + k] = layer
+        if i >= lo:
+            trans[base, _QUOTE] = 1
+    accepting = np.zeros(n, bool)
+    accepting[1] = True
+    dfa = _finish(trans, accepting, text, minimize=False)
+    remember_dfa(text, dfa)
+    return dfa
+
+
+def min_length_string_dfa(lo, canonical=False):
+    """JSON strings (quotes included) whose value has at least ``lo`` characters.
+
+    The layers of :func:`bounded_string_dfa` up to ``lo``, the last one
+    looping on itself: ``2 + (lo + 1) * k`` states, built directly (the
+    regex ``"C{lo,}"`` would expand ``lo`` NFA copies first).
+    """
+    C = S.json_char(canonical)
+    text = f'"{C}{{{lo},}}"'
+    cached = _lookup(text)
+    if cached is not None:
+        return cached, text
+    gtrans, gfinal = json_char_dfa(canonical)
+    return _quoted_layers(lo, lo, True, text, gtrans, gfinal), text
+
+
+def _char_position_dfa(canonical):
+    """JSON strings (quotes included) with the character boundaries marked: state
+    0 before the opening quote, 1 after the closing one, ``2 + g`` inside a
+    character in state ``g`` of the one-character automaton (``2``: right
+    after the opening quote), ``2 + k``: right after a character ends (a copy
+    of ``2``, told apart so that entering it is what "a character completed"
+    means).  Returns ``(dfa, char_end_state)``."""
+    gtrans, gfinal = json_char_dfa(canonical)
+    k = gtrans.shape[0]
+    done = 2 + k
+    trans = np.full((3 + k, 256), -1, np.int32)
+    trans[0, _QUOTE] = 2
+    inner = np.where(gtrans == gfinal, done, np.where(gtrans >= 0, gtrans + 2, -1))
+    trans[2:2 + k] = inner
+    trans[done] = inner[0]
+    trans[2, _QUOTE] = trans[done, _QUOTE] = 1
+    accepting = np.zeros(3 + k, bool)
+    accepting[1] = True
+    return ByteDFA(trans, accepting, pattern="(?#json string, characters marked)"), done
+
+
+def counted_string_dfa(dfa, text, hi, canonical, owner):
+    """The strings of ``dfa`` (quoted JSON strings) whose value has at most ``hi``
+    characters, as a :class:`~cfgmask.automata.regex.CountedDFA`: the length is a
+    counter the lexer steps, not a product automaton (which needs a state
+    per (state, length) pair: 500,000 for "at most 100 words" and
+    ``maxLength`` 5000).  Pinned under ``(?#cfgmask: counted)(?=(?:"C{0,hi}")\\Z)(?:TEXT)``.
+
+    Exact: the product with the character-position automaton only marks
+    where a decoded character ends (JSON strings are a subset of its
+    language, so the language is ``dfa``'s), and the counter counts those
+    marks.
+    """
+    C = S.json_char(canonical)
+    # the comment keeps this text apart from the product automaton's (the same regex
+    # otherwise): set operations look automata up by text and must never meet a counter
+    pattern = f'(?#cfgmask: counted)(?=(?:"{C}{{0,{hi}}}")\\Z)(?:{text})'
+    cached = _lookup(pattern)
+    if cached is None:
+        pos, done = _char_position_dfa(canonical)
+        trans, accepting, _, pb = _product_table(dfa, pos, "and")
+        live = _co_reachable(trans, accepting)
+        if not live[0]:
+            cached = empty_dfa(pattern)
+        else:
+            try:
+                cached = CountedDFA(_trimmed(trans, live), accepting[live], pb[live] == done, hi,
+                                    pattern=pattern)
+            except ValueError as e:
+                from cfgmask.frontends.json_schema.errors import Unsupported
+                raise Unsupported("maxLength", str(e)) from None
+            if cached.min_chars[0] > hi:
+                cached = empty_dfa(pattern)
+    _pin(pattern, cached, owner)
+    return cached, pattern
+
+
+@lru_cache(maxsize=65536)
+def _spellings(c, canonical=False):
+    """Every spelling of the character ``c`` as a tuple of byte sets (hex letters: both cases)."""
+    cp = ord(c)
+    if canonical:
+        text = json.dumps(c, ensure_ascii=False)[1:-1].encode("utf-8")
+        return (tuple((b,) for b in text),)
+    out = []
+    if not (cp < 0x20 or cp in (0x22, 0x5C)):
+        out.append(tuple((b,) for b in c.encode("utf-8")))
+    short = S._SHORT_ESCAPES.get(cp)
+    if short is not None:
+        out.append(((0x5C,), (ord(short[-1]),)))
+
+    def hex_sets(v):
+        return tuple(tuple(sorted({ord(ch), ord(ch.upper())})) for ch in f"{v:04x}")
+    esc = ((0x5C,), (0x75,))
+    if cp < 0x10000:
+        out.append(esc + hex_sets(cp))
+    else:
+        v = cp - 0x10000
+        hi, lo = 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)
+        out.append(esc + hex_sets(hi) + esc + hex_sets(lo))
+    return tuple(out)
+
+
+def literal_set_dfa(values, complement=False, canonical=False):
+    """JSON strings whose value is in ``values`` (or, ``complement``, is not).
+
+    States: a trie over the decoded values, and between a node and each child
+    a small trie of that character's spellings (byte sets; sibling sets are
+    equal or disjoint, so it stays deterministic).  In complement mode every
+    byte that leaves the spelling tries continues in a copy of the generic
+    character automaton ("free" states: the value already differs from every
+    member), paired with the state the generic automaton would be in.  Built
+    trimmed (every state leads to a member, or to the free states), so no
+    clean-up pass is needed.
+    """
+    key = (tuple(sorted(set(values))), complement, canonical)
+    hit = _LITERAL_CACHE.get(key)
+    if hit is not None:
+        if not complement:
+            remember_dfa(hit[1], hit[0])  # (again: the memo may have dropped it)
+        return hit  # complements: the caller pins them
+    res = _literal_set_dfa(list(key[0]), complement, canonical)
+    if len(_LITERAL_CACHE) >= _SETOP_CACHE_SIZE:
+        del _LITERAL_CACHE[next(iter(_LITERAL_CACHE))]
+    _LITERAL_CACHE[key] = res
+    return res
+
+
+_LITERAL_CACHE = {}
+# characters that canonical JSON writes as themselves, one byte each
+_PLAIN_KEY = re.compile(r'[\x20\x21\x23-\x5b\x5d-\x7e]*')
+# a plain character's canonical spelling in a pattern (itself, escaped where regex needs it)
+_PLAIN_TEXT = {c: S.chars_text(((c, c),), True) for c in range(0x20, 0x7F) if c not in (0x22, 0x5C)}
+
+
+def _plain_chain_dfa(value):
+    """The automaton of one canonical string value spelled as its own bytes (most
+    property names): the chain the general construction in
+    :func:`_literal_set_dfa` builds, numbered the same, without its tries.  A
+    new schema builds one per property name, so it is built directly (about
+    20 us) rather than through the general path (about 40 us)."""
+    text = '"(?:' + value.translate(_PLAIN_TEXT) + ')"'
+    cached = _lookup(text)
+    if cached is not None:
+        return cached, text
+    raw = value.encode("ascii")
+    n = len(raw)
+    trans = np.empty((n + 3, 256), np.int32)
+    trans.fill(-1)
+    trans[0, _QUOTE] = 2
+    trans[np.arange(2, n + 2), np.frombuffer(raw, dtype=np.uint8)] = np.arange(3, n + 3, dtype=np.int32)
+    trans[n + 2, _QUOTE] = 1
+    accepting = np.zeros(n + 3, bool)
+    accepting[1] = True
+    dfa = ByteDFA(trans, accepting, pattern=text)
+    # each byte of the chain has a column of its own (its positions), the rest share one
+    column_class = bytearray(256)
+    for i, b in enumerate(sorted(set(raw) | {_QUOTE}), 1):
+        column_class[b] = i
+    dfa.set_column_class(np.frombuffer(bytes(column_class), dtype=np.uint8))
+    remember_dfa(text, dfa)
+    return dfa, text
+
+
+def _literal_set_dfa(values, complement, canonical):
+    if canonical and not complement and len(values) == 1 and _PLAIN_KEY.fullmatch(values[0]):
+        return _plain_chain_dfa(values[0])
+    for v in values:
+        S._check_scalar_values(v)
+    any_text = S.any_string(canonical)
+    if complement and not values:
+        return compile_regex(any_text, name="string"), any_text
+    body = "|".join(S.literal_body(v, canonical) for v in values) if values else "(?!)"
+    lit_text = f'"(?:{body})"'
+    text = f'(?!{lit_text}\\Z){any_text}' if complement else lit_text
+    cached = _lookup(text)
+    if cached is not None:
+        return cached, text
+    gtrans, gfinal = json_char_dfa(canonical)
+    k = gtrans.shape[0]
+    src, byt, dst = [], [], []          # explicit transitions
+    default_g = []                       # per state: generic-char state for unlisted bytes, or -1
+    n = [0]
+
+    def new_state(g=-1):
+        default_g.append(g)
+        n[0] += 1
+        return n[0] - 1
+
+    def edge(a, bs, b):
+        for x in bs:
+            src.append(a)
+            byt.append(x)
+            dst.append(b)
+
+    start = new_state()
+    final = new_state()
+    free0 = -1
+    if complement:
+        free_base = n[0]
+        for g in range(k):
+            new_state(g)
+        free0 = free_base
+    quote_rows = []                      # (state, target) of the closing quote
+
+    trie = {}
+    for v in values:
+        node = trie
+        for c in v:
+            node = node.setdefault(c, {})
+        node[None] = True
+
+    hook = getattr(progress, "hook", None)  # the JSON Schema compile budget's clock
+
+    def build(node):
+        if hook is not None:
+            hook()
+        st = new_state(0 if complement else -1)
+        member = None in node
+        if member != complement:
+            quote_rows.append((st, final))
+        elif complement:
+            quote_rows.append((st, -1))  # a member: no closing quote here
+        spell = {}
+        for c, sub in node.items():
+            if c is None:
+                continue
+            target = build(sub)
+            for sp in _spellings(c, canonical):
+                cur = spell
+                for i, bs in enumerate(sp):
+                    nxt = cur.setdefault(bs, [{}, None])
+                    if i == len(sp) - 1:
+                        nxt[1] = target
+                    cur = nxt[0]
+        emit(st, spell, 0)
+        return st
+
+    def emit(st, spell, g):
+        for bs, (sub, target) in spell.items():
+            g2 = int(gtrans[g, bs[0]])
+            if target is None:
+                target = new_state(g2 if complement else -1)
+                emit(target, sub, g2)
+            edge(st, bs, target)
+
+    root = build(trie)
+    edge(start, (_QUOTE,), root)
+    total = n[0]
+    trans = np.full((total, 256), -1, np.int32)
+    if complement:
+        # default rows: the generic char automaton continued in the free states
+        free_rows = np.where(gtrans >= 0, np.where(gtrans == gfinal, free0, free_base + gtrans), -1)
+        free_rows = free_rows.astype(np.int32)
+        dg = np.asarray(default_g)
+        has = dg >= 0
+        trans[has] = free_rows[dg[has]]
+        trans[free0, _QUOTE] = final
+    for st, tgt in quote_rows:
+        trans[st, _QUOTE] = tgt
+    if src:
+        trans[np.asarray(src), np.asarray(byt)] = np.asarray(dst, np.int32)
+    accepting = np.zeros(total, bool)
+    accepting[final] = True
+    dfa = ByteDFA(trans, accepting, pattern=text)
+    if complement:
+        return dfa, text  # the caller pins it (lookahead text)
+    remember_dfa(text, dfa)
+    return dfa, text
+
+
+# ------------------------------------------------------------------ numbers
+
+def _digits_mod_dfa(k, allow_negative=True):
+    """Decimal integer texts ``-?(0|[1-9][0-9]*)`` whose value is a multiple of ``k``."""
+    # states: 0 start, 1 after '-', 2 the number 0 (complete), 3 + r: nonzero prefix with residue r
+    n = 3 + k
+    trans = np.full((n, 256), -1, np.int32)
+    if allow_negative:
+        trans[0, ord("-")] = 1
+    for s in (0, 1):
+        if s == 0:
+            trans[s, ord("0")] = 2
+        for d in range(1, 10):
+            trans[s, ord("0") + d] = 3 + d % k
+    for r in range(k):
+        for d in range(10):
+            trans[3 + r, ord("0") + d] = 3 + (10 * r + d) % k
+    accepting = np.zeros(n, bool)
+    accepting[2] = True
+    accepting[3] = True
+    return trans, accepting
+
+
+def integer_multiple_dfa(k, range_dfa, range_text, owner, description):
+    """Integer texts in ``range_dfa``'s language that are multiples of ``k``."""
+    text = f"(?#cfgmask automaton: {description})(?!)"
+    cached = _lookup(text)
+    if cached is None:
+        trans, acc = _digits_mod_dfa(k)
+        mod = ByteDFA(trans, acc, pattern=text)
+        cached = product(range_dfa, mod, "and", text)
+    _pin(text, cached, owner)
+    return cached, text
+
+
+def _decimal_mod_dfa(p, j):
+    """Plain decimal texts whose value times 10**j is a multiple of ``p`` (j >= 1)."""
+    # states: 0 start, 1 after '-', 2 int part "0", 3+r: non-zero int part with residue r,
+    # then per residue r and fraction position pos (0..j): F(r, pos) = 3 + p + r*(j+1) + pos
+    base = 3 + p
+    n = base + p * (j + 1)
+    trans = np.full((n, 256), -1, np.int32)
+    accepting = np.zeros(n, bool)
+    digit = [ord("0") + d for d in range(10)]
+
+    def F(r, pos):
+        return base + r * (j + 1) + pos
+    trans[0, ord("-")] = 1
+    for s0 in (0, 1):
+        trans[s0, digit[0]] = 2
+        for d in range(1, 10):
+            trans[s0, digit[d]] = 3 + d % p
+    for r in range(p):
+        for d in range(10):
+            trans[3 + r, digit[d]] = 3 + (10 * r + d) % p
+        trans[3 + r, ord(".")] = F(r, 0)
+        accepting[3 + r] = (r * 10 ** j) % p == 0
+    trans[2, ord(".")] = F(0, 0)
+    accepting[2] = True
+    for r in range(p):
+        for pos in range(j):
+            for d in range(10):
+                trans[F(r, pos), digit[d]] = F((10 * r + d) % p, pos + 1)
+            if pos > 0:
+                accepting[F(r, pos)] = (r * 10 ** (j - pos)) % p == 0
+        trans[F(r, j), digit[0]] = F(r, j)
+        accepting[F(r, j)] = r % p == 0
+    return trans, accepting
+
+
+def decimal_multiple_dfa(p, j, range_dfa, owner, description):
+    """Plain decimals of ``range_dfa`` whose value is a multiple of ``p * 10**-j``."""
+    text = f"(?#cfgmask automaton: {description})(?!)"
+    cached = _lookup(text)
+    if cached is None:
+        trans, acc = _decimal_mod_dfa(p, j)
+        cached = product(range_dfa, ByteDFA(trans, acc, pattern=text), "and", text)
+    _pin(text, cached, owner)
+    return cached, text

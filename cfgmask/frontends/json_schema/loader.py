@@ -1,0 +1,364 @@
+"""A JSON Schema document: reading it, its draft, and ``$ref`` resolution.
+
+Every subschema is named by a *pointer* string: an RFC 6901 JSON pointer
+into the document (``""`` is the root, ``"/properties/a"``), or, for the
+schemas the compiler writes itself (negations, dependency cases), a name
+``"!<n>@<origin>"`` (``origin``: the URL-quoted pointer of the document
+schema it was written for, which messages show) followed by a pointer into
+that synthetic schema.  Pointers are the identity of subschemas everywhere
+else in the package.  :meth:`SchemaDoc.check_cycles` refuses in-place
+``$ref`` cycles and over-long in-place chains before anything compiles.
+
+Drafts: ``$schema`` selects draft-04, -06, -07, 2019-09 or 2020-12; without
+it the document is read as 2020-12 (what the ``jsonschema`` package does).
+The older spellings found in the wild are honoured in every draft where they
+are not keywords of their own: ``definitions``, ``dependencies``, array-form
+``items`` with ``additionalItems``, boolean ``exclusiveMaximum``/
+``exclusiveMinimum`` (draft-04), and ``id``.  In draft-07 and older, keywords
+next to ``$ref`` are ignored, as those drafts say.
+
+``$ref`` resolves JSON pointers (``#/$defs/a``, ``#``), ``$anchor`` and
+``$id``-based references inside the document; other documents (remote refs)
+and ``$dynamicRef``/``$recursiveRef`` are refused.
+"""
+
+import json
+import os
+from pathlib import Path
+from urllib.parse import quote, unquote, urldefrag, urljoin
+
+from cfgmask.errors import ConfigurationError, GrammarError
+from cfgmask.frontends.json_schema.keywords import check_keywords, check_values
+
+DEFAULT_BASE = "https://cfgmask.invalid/schema.json"
+
+_DRAFTS = {
+    "draft-04": 4, "draft-03": 4, "draft-06": 6, "draft-07": 7,
+    "2019-09": 2019, "2020-12": 2020,
+}
+
+# keywords whose value is one subschema / an array of them / a name -> subschema map
+SUBSCHEMA_ONE = ("not", "if", "then", "else", "additionalProperties", "additionalItems",
+                 "unevaluatedProperties", "unevaluatedItems", "contains", "propertyNames",
+                 "contentSchema", "items")
+SUBSCHEMA_LIST = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+SUBSCHEMA_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
+                 "dependencies")
+# longest chain of schemas applied to one value in place (real schemas: 12 at most
+# in MaskBench's 11,305)
+MAX_IN_PLACE_DEPTH = 48
+# keywords that apply their subschemas to the value itself (not to a part of it)
+_IN_PLACE = frozenset(("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
+                       "dependencies"))
+
+
+def read_schema(schema):
+    """``schema`` as a parsed value: a dict/bool as is, JSON text, or a path to a JSON file."""
+    if isinstance(schema, (dict, bool)):
+        return schema
+    if isinstance(schema, os.PathLike):
+        schema = os.fspath(schema)
+    if isinstance(schema, bytes):
+        schema = schema.decode("utf-8")
+    if not isinstance(schema, str):
+        raise ConfigurationError(f"a JSON schema must be a dict, a bool, JSON text or a path, "
+                                 f"not {type(schema).__name__}")
+    text = schema.strip()
+    if text[:1] in ("{", "[") or text in ("true", "false"):
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError) as e:
+            # ValueError: also a number past Python's int digit limit; RecursionError: deep nesting
+            raise GrammarError(f"JSON schema text is not valid JSON or cannot be read "
+                               f"({type(e).__name__}: {str(e)[:200]})", where="$",
+                               construct="schema JSON") from None
+    path = Path(schema)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigurationError(f"cannot read JSON schema file {path}: {e.strerror}") from None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise GrammarError(f"{path}: not valid JSON or cannot be read "
+                           f"({type(e).__name__}: {str(e)[:200]})", where=str(path),
+                           construct="schema JSON") from None
+
+
+def _join(base, ref):
+    """RFC 3986 reference resolution; fragment-only references keep any base (``urn:`` too)."""
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    if ":" in ref.split("/", 1)[0]:
+        return ref  # absolute
+    return urljoin(base, ref)
+
+
+def escape_token(tok):
+    return str(tok).replace("~", "~0").replace("/", "~1")
+
+
+def child(pointer, *tokens):
+    return pointer + "".join("/" + escape_token(t) for t in tokens)
+
+
+def origin(pointer):
+    """The document pointer a pointer stands for: a compiler-written schema's
+    key carries the pointer of the schema it was written for (``!3@%2Fnot``)."""
+    if not pointer.startswith("!"):
+        return pointer
+    return unquote(pointer.partition("/")[0].partition("@")[2])
+
+
+def display(pointer):
+    """A pointer for messages: ``#`` plus the pointer (``#/properties/a``); a
+    compiler-written schema shows the schema it was written for."""
+    return "#" + origin(pointer)
+
+
+_MISSING = object()
+
+
+class SchemaDoc:
+    """One schema document plus the synthetic schemas written while compiling it."""
+
+    def __init__(self, root):
+        if not isinstance(root, (dict, bool)):
+            raise GrammarError(f"a JSON schema must be an object or a boolean, not {type(root).__name__}",
+                               where="#", construct="schema")
+        # malformed values are refused before anything below reads them
+        check_values(root)
+        check_keywords(root)
+        self.root = root
+        self.draft = 2020
+        if isinstance(root, dict) and isinstance(root.get("$schema"), str):
+            for key, d in _DRAFTS.items():
+                if key in root["$schema"]:
+                    self.draft = d
+                    break
+        self.synthetic = {}   # "!<n>@<origin>" -> schema
+        self.origin_hint = ""  # the schema being compiled, for add_synthetic
+        self.synthetic_names = {}  # description -> "!<n>"
+        self.synthetic_desc = {}   # "!<n>" -> description
+        self.by_uri = {}      # absolute URI (no fragment) -> pointer
+        self.anchors = {}     # absolute URI + "#" + anchor -> pointer
+        self.base_of = {}     # pointer -> base URI in effect there
+        self._got = {}        # pointer -> schema (get's memo)
+        self._index(root, "", DEFAULT_BASE)
+
+    # ---- indexing ids and anchors
+    def _index(self, s, pointer, base):
+        if not isinstance(s, dict):
+            self.base_of[pointer] = base
+            return
+        sid = s.get("$id")
+        if sid is None and self.draft <= 7:
+            sid = s.get("id") if isinstance(s.get("id"), str) else None
+        if isinstance(sid, str):
+            if sid.startswith("#") and self.draft <= 7:
+                self.anchors[urldefrag(base)[0] + sid] = pointer  # draft-07 location-independent id
+            else:
+                base = _join(base, sid)
+                self.by_uri[urldefrag(base)[0]] = pointer
+        if pointer == "":
+            self.by_uri.setdefault(urldefrag(base)[0], "")
+        anchor = s.get("$anchor")
+        if isinstance(anchor, str):
+            self.anchors[urldefrag(base)[0] + "#" + anchor] = pointer
+        self.base_of[pointer] = base
+        for k, v in s.items():
+            if k in ("enum", "const", "examples", "default"):
+                continue
+            if k in SUBSCHEMA_MAP and isinstance(v, dict):
+                for name, sub in v.items():
+                    if isinstance(sub, (dict, bool)):
+                        self._index(sub, child(pointer, k, name), base)
+            elif k in SUBSCHEMA_LIST and isinstance(v, list):
+                for i, sub in enumerate(v):
+                    if isinstance(sub, (dict, bool)):
+                        self._index(sub, child(pointer, k, i), base)
+            elif k in SUBSCHEMA_ONE and isinstance(v, (dict, bool)):
+                self._index(v, child(pointer, k), base)
+
+    # ---- access
+    def get(self, pointer):
+        """The schema at ``pointer`` (raises KeyError if there is none)."""
+        # the documents never change once added, and the compiler asks for the
+        # same pointers many times (about 50 lookups per schema)
+        node = self._got.get(pointer, _MISSING)
+        if node is _MISSING:
+            node = self._got[pointer] = self._walk(pointer)
+        return node
+
+    def _walk(self, pointer):
+        if pointer.startswith("!"):
+            name, _, rest = pointer.partition("/")
+            node = self.synthetic[name]
+            tokens = rest.split("/") if rest else []
+        else:
+            node = self.root
+            tokens = pointer.split("/")[1:] if pointer else []
+        for tok in tokens:
+            tok = tok.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list):
+                node = node[int(tok)]
+            elif isinstance(node, dict):
+                node = node[tok]
+            else:
+                raise KeyError(pointer)
+        return node
+
+    def draft_at(self, pointer):
+        return 2020 if pointer.startswith("!") else self.draft
+
+    def add_synthetic(self, name, schema, source=None):
+        """Register a compiler-written schema named ``name``; returns its pointer ``"!<n>@<source>"``.
+
+        ``source``: the pointer of the schema it is written for (default:
+        ``origin_hint``, the schema the compiler is working on).
+
+        The same name always gets the same pointer (``name`` describes the
+        schema completely, e.g. ``not(/properties/a)``).
+        """
+        key = self.synthetic_names.get(name)
+        if key is None:
+            # the key names the document schema it was written for, so that
+            # messages point into the user's document (see ``display``)
+            src = origin(self.origin_hint if source is None else source)
+            key = f"!{len(self.synthetic_names)}@{quote(src, safe='')}"
+            self.synthetic_names[name] = key
+            self.synthetic_desc[key] = name
+            self.synthetic[key] = schema
+        return key
+
+    def has_synthetic(self, name):
+        return self.synthetic_names.get(name)
+
+    def resolve(self, pointer, ref):
+        """Pointer of the schema ``ref`` (a ``$ref`` value found at ``pointer``) refers to."""
+        if not isinstance(ref, str):
+            raise GrammarError(f"$ref at {display(pointer)} is not a string", where=display(pointer),
+                               construct="$ref")
+        if pointer.startswith("!"):
+            base = DEFAULT_BASE
+        else:
+            base = self._base_near(pointer)
+        target = _join(base, ref)
+        doc_uri, frag = urldefrag(target)
+        doc_ptr = self.by_uri.get(doc_uri)
+        if doc_ptr is None:
+            raise GrammarError(f"$ref {ref!r} at {display(pointer)} points outside this document "
+                               f"({doc_uri}); remote references are not supported",
+                               where=display(pointer), construct="$ref")
+        frag = unquote(frag)
+        if frag == "" or frag.startswith("/"):
+            ptr = doc_ptr + frag
+            try:
+                self.get(ptr)
+            except (KeyError, IndexError, ValueError):
+                raise GrammarError(f"$ref {ref!r} at {display(pointer)}: nothing at {display(ptr)}",
+                                   where=display(pointer), construct="$ref") from None
+            return ptr
+        ptr = self.anchors.get(doc_uri + "#" + frag)
+        if ptr is None:
+            raise GrammarError(f"$ref {ref!r} at {display(pointer)}: no $anchor {frag!r}",
+                               where=display(pointer), construct="$ref")
+        return ptr
+
+    # ---- in-place reference cycles
+    def check_cycles(self):
+        """Refuse a schema that applies itself to the same value forever.
+
+        The in-place applicators ($ref, allOf, anyOf, oneOf, not, if/then/else,
+        dependentSchemas) apply a subschema to the value itself; a cycle of
+        them (``{"$ref": "#"}``, ``a = anyOf[a, ...]``, ``a = not a``)
+        never consumes input, so its language is undefined (2020-12 core,
+        9.4.1) and every validator loops on it.  The walk is iterative: deep
+        documents must not raise RecursionError here.
+        """
+        reached, edges = self._in_place_graph()
+        state = {}   # pointer -> 1 on the DFS stack, 2 done
+        height = {}  # pointer -> longest in-place chain starting there
+        for start in reached:
+            if start in state:
+                continue
+            stack = [(start, iter(edges.get(start, ())))]
+            path = [start]
+            state[start] = 1
+            while stack:
+                ptr, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    stack.pop()
+                    path.pop()
+                    state[ptr] = 2
+                    # the compiler recurses along in-place chains (about ten
+                    # Python frames a link): a chain longer than this would
+                    # end in RecursionError
+                    h = height[ptr] = 1 + max((height[q] for q in edges.get(ptr, ())), default=0)
+                    if h > MAX_IN_PLACE_DEPTH:
+                        where = display(ptr)[:160]
+                        raise GrammarError(
+                            f"JSON schema: the schema at {where} starts a chain of {h} schemas applied "
+                            f"in place ($ref/allOf/anyOf/oneOf/not/if), more than the limit of "
+                            f"{MAX_IN_PLACE_DEPTH} (MAX_IN_PLACE_DEPTH)", where=where, construct="$ref")
+                    continue
+                seen = state.get(nxt)
+                if seen == 1:
+                    cycle = path[path.index(nxt):] + [nxt]
+                    shown = [display(c)[:160] for c in cycle]
+                    if len(shown) > 8:
+                        shown = shown[:4] + [f"... ({len(shown) - 6} more)"] + shown[-2:]
+                    raise GrammarError(
+                        f"JSON schema: $ref cycle {' -> '.join(shown)}: the schema at "
+                        f"{shown[0]} applies itself to the same value (through $ref/allOf/anyOf/"
+                        f"oneOf/not/if) without consuming input, so no value is ever decided",
+                        where=display(nxt), construct="$ref")
+                if seen is None:
+                    state[nxt] = 1
+                    path.append(nxt)
+                    stack.append((nxt, iter(edges.get(nxt, ()))))
+
+    def _in_place_graph(self):
+        """(pointers reachable from the root, pointer -> in-place successor pointers)."""
+        reached = [""]
+        seen = {""}
+        edges = {}
+        i = 0
+        while i < len(reached):
+            p = reached[i]
+            i += 1
+            s = self.get(p)
+            if not isinstance(s, dict):
+                continue
+            in_place, consuming = [], []
+            if "$ref" in s and isinstance(s["$ref"], str):
+                try:
+                    in_place.append(self.resolve(p, s["$ref"]))
+                except GrammarError:
+                    pass  # reported when the compiler gets there
+            if not ("$ref" in s and self.draft_at(p) <= 7):  # older drafts ignore the rest
+                for k, v in s.items():
+                    if k in ("enum", "const", "examples", "default", "$defs", "definitions"):
+                        continue
+                    out = in_place if k in _IN_PLACE else consuming
+                    if k in SUBSCHEMA_MAP and isinstance(v, dict):
+                        out += [child(p, k, n) for n, x in v.items() if isinstance(x, (dict, bool))]
+                    elif k in SUBSCHEMA_LIST and isinstance(v, list):
+                        out += [child(p, k, j) for j, x in enumerate(v) if isinstance(x, (dict, bool))]
+                    elif k in SUBSCHEMA_ONE and isinstance(v, (dict, bool)):
+                        out.append(child(p, k))
+            edges[p] = in_place
+            for q in in_place + consuming:
+                if q not in seen:
+                    seen.add(q)
+                    reached.append(q)
+        return reached, edges
+
+    def _base_near(self, pointer):
+        p = pointer
+        while p not in self.base_of:
+            if not p:
+                return DEFAULT_BASE
+            p = p.rsplit("/", 1)[0]
+        return self.base_of[p]
