@@ -1,4 +1,6 @@
-"""On-disk cache for compile-time artefacts (prepared vocabularies, lexer tables, grammars).
+"""Caches of compile-time artefacts (prepared vocabularies, lexer tables, grammars):
+one file format on disk, one bounded memo in memory (:class:`BoundedMemo`), and
+one look-up order over both (:func:`cached_build`).
 
 Everything here is an optimisation: a miss, a disabled cache, an unreadable or
 unwritable directory all fall back to building the artefact, never to an error
@@ -68,13 +70,14 @@ import struct
 import sys
 import tempfile
 import threading
+import time
 import zlib
 from pathlib import Path
 
 import numpy as np
 
 __all__ = ["FORMAT_VERSION", "cache_dir", "enabled", "load", "store", "entry_path",
-           "key_digest", "code_fingerprint", "stats"]
+           "key_digest", "code_fingerprint", "stats", "BoundedMemo", "cached_build"]
 
 FORMAT_VERSION = 1
 MAGIC = b"CFGMASK\x01"
@@ -360,3 +363,122 @@ def _parse(data, kind, canonical_key):
             a = np.frombuffer(data, dtype=dt, count=count, offset=start + off).reshape(shape)
         arrays[name] = a
     return meta, arrays
+
+
+class BoundedMemo:
+    """A thread-safe in-memory memo of at most ``size`` entries: the one memo of
+    every compile stage (grammars, lexer tables, slices, regex automata,
+    compiled grammars in the integrations).
+
+    ``order="lru"``: a hit makes the entry the newest, so the entries in use
+    stay; ``order="fifo"``: entries age from insertion only, for memos read
+    far more often than they are written, where the bookkeeping of a hit
+    would cost more than a rare rebuild.  The oldest entry goes first.
+
+    Values are shared, not copied: store only immutable values (read-only
+    arrays, frozen objects).  A failed build is never stored, so a bad input
+    raises the same error every time.
+    """
+
+    __slots__ = ("size", "order", "_data", "_lock")
+
+    def __init__(self, size, order="lru"):
+        if order not in ("lru", "fifo"):
+            raise ValueError(f"BoundedMemo order must be 'lru' or 'fifo', not {order!r}")
+        if size < 1:
+            raise ValueError(f"BoundedMemo size must be at least 1, not {size!r}")
+        self.size = int(size)
+        self.order = order
+        self._data = {}     # insertion order is age: the first key is the oldest
+        self._lock = threading.Lock()
+
+    def get(self, key, default=None):
+        """The value stored under ``key`` (refreshed under ``"lru"``), else ``default``."""
+        with self._lock:
+            value = self._data.get(key, _MISSING)
+            if value is _MISSING:
+                return default
+            if self.order == "lru":
+                del self._data[key]
+                self._data[key] = value
+            return value
+
+    def put(self, key, value):
+        """Store ``value`` under ``key`` as the newest entry, evicting the oldest past ``size``."""
+        with self._lock:
+            self._data.pop(key, None)
+            self._data[key] = value
+            while len(self._data) > self.size:
+                del self._data[next(iter(self._data))]
+
+    def pop(self, key, default=None):
+        with self._lock:
+            return self._data.pop(key, default)
+
+    def clear(self):
+        with self._lock:
+            self._data.clear()
+
+    def __contains__(self, key):
+        with self._lock:
+            return key in self._data
+
+    def __len__(self):
+        return len(self._data)
+
+    def keys(self):
+        """The keys, oldest first (a snapshot)."""
+        with self._lock:
+            return list(self._data)
+
+
+_MISSING = object()
+
+
+def cached_build(kind, key, build, *, memo=None, memory_key=None, validate=None, persist=None):
+    """``(meta, arrays, source)`` of the artefact ``kind`` named by ``key``: from
+    ``memo``, else from the disk cache, else ``build()``; ``source`` is
+    ``"memory"``, ``"disk"`` or ``"built"``.
+
+    The one look-up order of every stage, so that a stage states only what is
+    particular to it:
+
+    * ``key``: the disk key (a dict, see :func:`key_digest`), or a function
+      returning it, called only on a memory miss (keys that hash source code or
+      long pattern lists are not free); ``None``: memory only, never on disk.
+    * ``build()`` returns ``(meta, arrays)``; whatever it raises propagates and
+      nothing is stored.
+    * ``memo``: a :class:`BoundedMemo` keyed by ``memory_key`` (default: the
+      disk key's digest), holding ``(meta, arrays)``.
+    * ``validate(meta, arrays)``: the artefact's own checks on a disk entry
+      (see :func:`load`).
+    * ``persist(build_s)``: whether a fresh build that took ``build_s`` seconds
+      is worth a disk entry (default: always).  Entries that a fresh process
+      rebuilds faster than it reads them only cost disk space.
+    """
+    if memo is not None and memory_key is not None:
+        got = memo.get(memory_key)
+        if got is not None:
+            return got[0], got[1], "memory"
+    if callable(key):
+        key = key()
+    digest = None
+    if key is not None:
+        digest = key_digest(key)
+        if memo is not None and memory_key is None:
+            memory_key = digest
+            got = memo.get(memory_key)
+            if got is not None:
+                return got[0], got[1], "memory"
+        got = load(kind, key, digest, validate)
+        if got is not None:
+            if memo is not None:
+                memo.put(memory_key, got)
+            return got[0], got[1], "disk"
+    t0 = time.perf_counter()
+    meta, arrays = build()
+    if key is not None and (persist is None or persist(time.perf_counter() - t0)):
+        store(kind, key, meta, arrays, digest)
+    if memo is not None and memory_key is not None:
+        memo.put(memory_key, (meta, arrays))
+    return meta, arrays, "built"

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 import cfgmask
-from cfgmask import cache, lexer
+from cfgmask import cache
+from cfgmask.engine import lexer
 from cfgmask.grammar import Grammar
-from cfgmask.prepared import registered_parts, subtree_byte_sets
-from cfgmask.trie import TokTrie
-from cfgmask.vocab import Vocabulary
+from cfgmask.engine.prepared import registered_parts, subtree_byte_sets
+from cfgmask.engine.trie import TokTrie
+from cfgmask.engine.vocab import Vocabulary
 
 
 @pytest.fixture
@@ -307,7 +308,7 @@ def test_lookahead_terminals_round_trip(cdir, monkeypatch):
 
 
 def test_cheap_lexer_tables_stay_in_memory(cdir, monkeypatch):
-    from cfgmask import regex
+    from cfgmask.automata import regex
     monkeypatch.setattr(cache, "PERSIST_ABOVE_S", 3600.0)
     g = Grammar.from_lark('start: A B\nA: /q[a-z]{1,7}z/\nB: "!"\n')
     assert lexer.LexerSpec(g).source == "built" and not _files(cdir, "lexer")
@@ -362,7 +363,7 @@ def test_changed_import_invalidates_the_grammar_entry(cdir, tmp_path):
 def test_imports_from_lark_common_are_recorded(cdir):
     text = '%import common (INT, WS)\n%ignore WS\nstart: INT ("," INT)*\n'
     g = Grammar.from_lark(text)
-    meta, _ = cache.load("grammar", __import__("cfgmask.grammar_cache").grammar_cache.grammar_key(
+    meta, _ = cache.load("grammar", __import__("cfgmask.frontends.grammar_cache").frontends.grammar_cache.grammar_key(
         text, "start", (), None, None))
     assert meta["imports"] and meta["imports"][0][0] in ("package", "file")
     assert _grammar_state(Grammar.from_lark(text)) == _grammar_state(g)
@@ -413,3 +414,69 @@ def test_masks_are_identical_with_and_without_caches(cdir, monkeypatch, name, do
     off = masks(Vocabulary(vocab.token_bytes, vocab.eos_token_ids, vocab.vocab_size))
     assert cold == warm == off
     assert _files(cdir, "vocab") and _files(cdir, "lexer") and _files(cdir, "grammar")
+
+
+# --- the in-memory memo and the one look-up order (cache.BoundedMemo, cache.cached_build)
+
+def test_bounded_memo_lru_keeps_what_is_used():
+    m = cache.BoundedMemo(2)
+    m.put("a", 1)
+    m.put("b", 2)
+    assert m.get("a") == 1          # a is now the newest
+    m.put("c", 3)                   # evicts b, the least recently used
+    assert m.keys() == ["a", "c"] and m.get("b") is None and len(m) == 2
+
+
+def test_bounded_memo_fifo_ages_from_insertion():
+    m = cache.BoundedMemo(2, order="fifo")
+    m.put("a", 1)
+    m.put("b", 2)
+    assert m.get("a") == 1          # a hit does not refresh
+    m.put("c", 3)
+    assert m.keys() == ["b", "c"] and "a" not in m
+
+
+@pytest.mark.parametrize("args", [(0,), (2, "random")])
+def test_bounded_memo_rejects_bad_settings(args):
+    with pytest.raises(ValueError):
+        cache.BoundedMemo(*args)
+
+
+def test_cached_build_memory_disk_built(cdir):
+    calls = []
+    arr = np.arange(5, dtype=np.int32)
+
+    def build():
+        calls.append(1)
+        return {"n": 5}, {"a": arr}
+
+    memo = cache.BoundedMemo(4)
+    key = {"what": "test", "n": 5}
+    meta, arrays, source = cache.cached_build("test", key, build, memo=memo)
+    assert source == "built" and meta == {"n": 5} and len(calls) == 1
+    assert cache.cached_build("test", key, build, memo=memo)[2] == "memory"
+    memo.clear()
+    meta, arrays, source = cache.cached_build("test", key, build, memo=memo,
+                                              validate=lambda m, a: a["a"].shape == (5,))
+    assert source == "disk" and np.array_equal(arrays["a"], arr) and len(calls) == 1
+    # a disk entry failing the artefact's own check is rebuilt
+    memo.clear()
+    assert cache.cached_build("test", key, build, memo=memo, validate=lambda m, a: False)[2] == "built"
+    assert len(calls) == 2
+
+
+def test_cached_build_failure_and_persist(cdir):
+    memo = cache.BoundedMemo(4)
+
+    def bad():
+        raise cfgmask.GrammarError("no")
+
+    for _ in range(2):              # a failure is not remembered: it raises every time
+        with pytest.raises(cfgmask.GrammarError):
+            cache.cached_build("test", {"k": 1}, bad, memo=memo, memory_key="k")
+    assert len(memo) == 0
+    got = cache.cached_build("test", lambda: {"k": 2}, lambda: ({}, {}), memo=memo,
+                             memory_key="k2", persist=lambda build_s: False)
+    assert got[2] == "built" and not _files(cdir, "test")
+    assert cache.cached_build("test", None, lambda: ({"m": 1}, {}), memo=memo, memory_key="k3")[2] == "built"
+    assert cache.cached_build("test", None, lambda: 1 / 0, memo=memo, memory_key="k3")[2] == "memory"
