@@ -56,7 +56,7 @@ def main(argv=None):
     from cfgmask import models
     from cfgmask.hf import GrammarLogitsProcessor
     from cfgmask.frontends.json_schema import compile_schema, json_grammar
-    from cfgmask.frontends.json_schema.cli import SCHEMA_PROMPT, SYSTEM_PROMPT
+    from cfgmask.app.schema_source import SCHEMA_PROMPT, SYSTEM_PROMPT
     from cfgmask.engine.vocab import Vocabulary
 
     if args.threads:

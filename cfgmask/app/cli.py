@@ -143,7 +143,7 @@ def cmd_check(args):
             raise ConfigurationError("check takes a GRAMMAR or --schema FILE.json, not both")
         if args.start != "start":
             raise ConfigurationError("--start applies to a GRAMMAR, not to --schema")
-        from cfgmask.frontends.json_schema.cli import check_schema
+        from cfgmask.app.schema_source import check_schema
         return check_schema(args.schema, args.whitespace, args.verbose)
     if args.grammar is None:
         raise ConfigurationError("check needs a GRAMMAR or --schema FILE.json")
@@ -332,7 +332,7 @@ def _check_model_args(args):
 def cmd_generate(args):
     _check_generate_args(args)
     if args.schema is not None:
-        from cfgmask.frontends.json_schema.cli import SchemaSource
+        from cfgmask.app.schema_source import SchemaSource
         src = SchemaSource(args.schema, args.whitespace)
         default_system = src.system_prompt()
     else:
