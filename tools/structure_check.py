@@ -19,6 +19,9 @@
 5. references to the design brief that lives outside the repository (its
    file name, or its name followed by a section sign), in any file git
    tracks or would track.
+6. imports against the layers (:data:`LAYERS`, docs/architecture.md "The
+   map"): a module may import its own layer and the layers below it that
+   :data:`MAY_IMPORT` lists, nothing above.  Imports inside functions count.
 
 It is a report, not a gate: it always exits 0.  docs/architecture.md
 ("Structure check") records the counts and what they should become.
@@ -39,6 +42,52 @@ MAX_LINES = 1000
 CODE_DIRS = ("tests", "benchmarks", "tools", "scripts")
 # Built from pieces so that this file does not count itself.
 _BRIEF = re.compile(r"\b" + "DES" + r"IGN(?:\.md\b|\s*§)")
+
+
+# (module prefix, layer), the longest matching prefix wins; "cfgmask" alone is
+# the package's __init__, which imports the base eagerly and the rest lazily
+LAYERS = [
+    ("cfgmask.errors", "base"), ("cfgmask.cache", "base"),
+    ("cfgmask.automata", "automata"),
+    ("cfgmask.grammar", "ir"),
+    ("cfgmask.frontends", "frontends"),
+    ("cfgmask._fast", "runtime"),
+    ("cfgmask.engine", "engine"),
+    ("cfgmask.kernels", "integrations"), ("cfgmask.hf", "integrations"),
+    ("cfgmask.generate", "integrations"), ("cfgmask.vllm", "integrations"),
+    ("cfgmask.models", "integrations"),
+    ("cfgmask.app", "app"), ("cfgmask.__main__", "app"),
+    ("cfgmask", "package"),
+]
+MAY_IMPORT = {
+    "base": {"base"},
+    "automata": {"base"},
+    # the IR's alternate constructors (Grammar.from_lark, .builtin, ...) hand
+    # over to the front ends, which build the IR through the class they are given
+    "ir": {"base", "frontends"},
+    "frontends": {"base", "automata"},
+    "runtime": {"base"},
+    "engine": {"base", "automata", "ir", "runtime"},
+    "integrations": {"base", "automata", "ir", "frontends", "runtime", "engine"},
+    "app": {"base", "automata", "ir", "frontends", "runtime", "engine", "integrations", "package"},
+    "package": {"base"},
+}
+
+
+def layer_of(mod):
+    best = max((p for p, _ in LAYERS if mod == p or mod.startswith(p + ".")), key=len, default=None)
+    return dict(LAYERS)[best] if best else None
+
+
+def layer_violations(infos):
+    out = []
+    for mod in sorted(infos):
+        mine = layer_of(mod)
+        for target in sorted(infos[mod].imports):
+            theirs = layer_of(target)
+            if theirs != mine and theirs not in MAY_IMPORT.get(mine, ()):
+                out.append(f"{mod} ({mine}) imports {target} ({theirs})")
+    return out
 
 
 def _is_private(name):
@@ -395,6 +444,7 @@ def main():
         ("uses of another cfgmask module's _private names", private_uses(files, infos)),
         ("sys.path.insert/append outside conftest.py", sys_path_edits(names)),
         ("references to the design brief outside the repository", brief_references(names)),
+        ("imports against the layers", layer_violations(infos)),
     ]
     for title, offenders in sections:
         print(f"{title}: {len(offenders)}")
