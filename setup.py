@@ -37,7 +37,7 @@ def _extensions():
         "nonecheck": False,
         "embedsignature": True,
     }
-    mods = ["_lexer", "_earley", "_matcher"]
+    mods = ["_lexer", "_earley", "_runtime", "_matcher"]
     # no OpenMP: batch fills run on the runtime's own pool (_fast/_pool.h), which
     # sleeps instead of spinning; libgomp's spin policy is fixed by whoever loads it first
     exts = [

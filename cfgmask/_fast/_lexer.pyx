@@ -21,7 +21,7 @@ Invariants:
 * equal accepting-terminal sets get equal ``accept_id`` (0 = the empty set):
   the mask caches group lexeme ends by it;
 * threads: reading a transition takes no lock.  A missing one is computed
-  under ``lock`` (shared with the mask caches of ``_matcher.pyx``), the new
+  under ``lock`` (shared with the mask caches of ``_runtime.pyx``), the new
   state's arrays are written first and the transition is published last with
   a release store, so a reader that sees it sees the whole state.  The key
   pool, the state hash and the start-state table are only touched under the

@@ -5,7 +5,7 @@ classes, grammar tables, token trie) and wraps the Cython runtime.  A
 :class:`CompiledGrammar` is immutable from the outside and can be shared by
 many matchers and threads: its only mutable parts are lazily filled caches
 (union-automaton transitions, per-lexer-state entries, continuations), which
-the runtime fills under one lock and reads without one (``_fast/_matcher.pyx``).
+the runtime fills under one lock and reads without one (``_fast/_runtime.pyx``).
 Fills run without the GIL, so threads working on different matchers run in
 parallel, and :meth:`CompiledGrammar.fill_bitmasks` fills a batch on several
 threads.  Each matcher has its own lock: its methods may be called from any
@@ -24,7 +24,8 @@ import numpy as np
 
 from cfgmask._fast._earley import CGrammar, Rows
 from cfgmask._fast._lexer import LazyDFA
-from cfgmask._fast._matcher import MatcherCore, Runtime, fill_rows as _fill_rows
+from cfgmask._fast._matcher import MatcherCore, fill_rows as _fill_rows
+from cfgmask._fast._runtime import Runtime
 from cfgmask.errors import BudgetExceeded, ConfigurationError, DeadEnd, TokenRejected
 from cfgmask.grammar import Grammar
 from cfgmask.engine.lexer import LexerSpec

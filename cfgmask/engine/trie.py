@@ -323,7 +323,7 @@ ARRAYS = ("node_byte", "node_depth", "node_token", "node_subtree_end", "node_fir
 def check_forest(node_byte, node_depth, node_token, node_subtree_end, vocab_size):
     """Whether flat pre-order trie arrays (one trie, or a forest of tries laid end
     to end, each root at depth 0) are safe for the runtime's walks
-    (``_fast/_matcher.pyx``), which index with them unchecked:
+    (``_fast/_runtime.pyx``), which index with them unchecked:
 
     * ``node_byte`` uint8, ``node_depth``, ``node_token``, ``node_subtree_end``
       int32, all one-dimensional of one length ``n``, ``1 <= n < 2**31``;
