@@ -36,12 +36,17 @@ Invariants:
 """
 
 import bisect
+import inspect
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from cfgmask.cache import BoundedMemo
+from cfgmask.engine.compiler import CompiledGrammar, compile as compile_grammar
+from cfgmask.engine.vocab import Vocabulary
 from cfgmask.errors import ConfigurationError
+from cfgmask.grammar import Grammar
 
 __all__ = ["generate", "GenerateResult", "JumpTokenizer"]
 
@@ -84,16 +89,14 @@ class GenerateResult:
 
 # ------------------------------------------------------------------ caches
 
-_VOCABS = {}      # id(tokenizer) -> (tokenizer, width, Vocabulary)
-_COMPILED = {}    # (grammar key, vocab fingerprint) -> CompiledGrammar
-_JUMPERS = {}     # (id(tokenizer), vocab fingerprint) -> (tokenizer, JumpTokenizer)
 _CACHE_MAX = 8
+_VOCABS = BoundedMemo(_CACHE_MAX, "fifo")     # id(tokenizer) -> (tokenizer, width, Vocabulary)
+_COMPILED = BoundedMemo(_CACHE_MAX, "fifo")   # (grammar key, vocab fingerprint) -> CompiledGrammar
+_JUMPERS = BoundedMemo(_CACHE_MAX, "fifo")    # (id(tokenizer), vocab fingerprint) -> (tokenizer, JumpTokenizer)
 
 
 def _remember(cache, key, value):
-    if len(cache) >= _CACHE_MAX:
-        cache.pop(next(iter(cache)))
-    cache[key] = value
+    cache.put(key, value)
     return value
 
 
@@ -105,7 +108,6 @@ def _logits_width(model):
 
 
 def _vocab_for(tokenizer, width):
-    from cfgmask.engine.vocab import Vocabulary
     hit = _VOCABS.get(id(tokenizer))
     if hit is not None and hit[0] is tokenizer and hit[1] == width:
         return hit[2]
@@ -115,8 +117,6 @@ def _vocab_for(tokenizer, width):
 
 def _compiled_for(grammar, tokenizer, width):
     """``grammar`` (name, Grammar or CompiledGrammar) compiled against ``tokenizer``."""
-    from cfgmask.engine.compiler import CompiledGrammar, compile as compile_grammar
-    from cfgmask.grammar import Grammar
     if isinstance(grammar, CompiledGrammar):
         if grammar.vocab.n_tokens > width:
             raise ConfigurationError(
@@ -323,7 +323,6 @@ class _Model:
     """The forward passes: prompt, then chunks of tokens, through one KV cache."""
 
     def __init__(self, model):
-        import inspect
         import torch
         self.torch = torch
         self.model = model
@@ -393,7 +392,7 @@ def generate(model, tokenizer, grammar, prompt, *, max_new_tokens, temperature=0
     tokenizer's vocabulary.
     """
     import torch
-    from cfgmask.hf import apply_token_bitmask_
+    from cfgmask.kernels import apply_token_bitmask_
 
     max_new_tokens, temperature, repetition_penalty = _check_args(max_new_tokens, temperature,
                                                                   repetition_penalty, seed)
@@ -535,7 +534,6 @@ def generate(model, tokenizer, grammar, prompt, *, max_new_tokens, temperature=0
 
 
 def _is_compiled(grammar):
-    from cfgmask.engine.compiler import CompiledGrammar
     return isinstance(grammar, CompiledGrammar)
 
 
@@ -587,7 +585,7 @@ def _repetition_penalty(scores, seen, penalty):
 def _choose(scores, temperature, gen):
     import torch
     if not temperature or temperature <= 0:
-        # numpy argmax: torch's parallel reductions stall on a busy CPU (see cfgmask.hf)
+        # numpy argmax: torch's parallel reductions stall on a busy CPU (see cfgmask.kernels.rowwise)
         return int(np.argmax(scores.numpy()))
     probs = torch.softmax(scores / float(temperature), dim=-1)
     return int(torch.multinomial(probs, 1, generator=gen)[0])

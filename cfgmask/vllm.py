@@ -69,7 +69,7 @@ Invariants:
 * All rows are filled on the host in one ``fill_bitmasks`` call per compiled
   grammar (rows may use different grammars), copied to the logits' device
   (pinned memory, non-blocking, on CUDA) and applied to the whole batch by
-  one vectorised kernel (:func:`cfgmask.hf.apply_token_bitmask_`); rows that
+  one vectorised kernel (:func:`cfgmask.kernels.apply_token_bitmask_`); rows that
   did not opt in get an all-ones mask row and are unchanged.
 * A finished grammar allows EOS only.  A dead end (no token allowed, a token
   the grammar rejects, a grammar that failed or timed out compiling in the
@@ -99,7 +99,12 @@ import time
 
 import numpy as np
 
+from cfgmask.cache import BoundedMemo
+from cfgmask.engine import compiler
+from cfgmask.engine.lexer import LexerSpec
+from cfgmask.engine.vocab import Vocabulary
 from cfgmask.errors import CfgmaskError, ConfigurationError, DeadEnd, GrammarError
+from cfgmask.grammar import Grammar
 
 logger = logging.getLogger("cfgmask.vllm")
 
@@ -157,7 +162,6 @@ def parse_spec(extra_args):
 
     Raises ``ValueError`` with a message naming what is wrong.
     """
-    from cfgmask.grammar import Grammar
     if not extra_args or "cfgmask" not in extra_args:
         return None
     raw = extra_args["cfgmask"]
@@ -301,12 +305,10 @@ class _Pool:
                 fut.set_exception(e)
 
 
-_GRAMMARS = collections.OrderedDict()   # spec.key -> Grammar or the error message
-_GRAMMARS_MAX = 256
-_COMPILED = collections.OrderedDict()   # (spec.key, vocab fingerprint) -> CompiledGrammar or error
-_COMPILED_MAX = 64
-_CACHE_LOCK = threading.Lock()
-_INFLIGHT = {}                          # (cache name, key) -> _Job of a compile still running
+_GRAMMARS = BoundedMemo(256)   # spec.key -> Grammar or the error message
+_COMPILED = BoundedMemo(64)    # (spec.key, vocab fingerprint) -> CompiledGrammar or error
+_CACHE_LOCK = threading.Lock()  # a memo look-up and _INFLIGHT together
+_INFLIGHT = {}                  # (cache name, key) -> _Job of a compile still running
 _POOL = None
 _POOL_PID = None
 
@@ -332,24 +334,7 @@ def _pool():
     return _POOL
 
 
-def _lru_get(cache, key):
-    with _CACHE_LOCK:
-        v = cache.get(key)
-        if v is not None:
-            cache.move_to_end(key)
-        return v
-
-
-def _lru_put(cache, key, value, limit):
-    with _CACHE_LOCK:
-        cache[key] = value
-        cache.move_to_end(key)
-        while len(cache) > limit:
-            cache.popitem(last=False)
-    return value
-
-
-def _job(name, cache, limit, key, build):
+def _job(name, cache, key, build):
     """The :class:`_Job` giving ``build(deadline)`` for ``key``: cached, already running, or started now.
 
     Requests with the same grammar share one compile.  Whatever ``build``
@@ -359,7 +344,6 @@ def _job(name, cache, limit, key, build):
     with _CACHE_LOCK:
         hit = cache.get(key)
         if hit is not None:
-            cache.move_to_end(key)
             fut = concurrent.futures.Future()
             fut.set_result(hit)
             return _Job(fut, float("inf"), 0.0)
@@ -383,10 +367,7 @@ def _job(name, cache, limit, key, build):
                 value, cacheable = _verdict(e), not isinstance(e, MemoryError)
             with _CACHE_LOCK:
                 if cacheable:
-                    cache[key] = value
-                    cache.move_to_end(key)
-                    while len(cache) > limit:
-                        cache.popitem(last=False)
+                    cache.put(key, value)
                 _INFLIGHT.pop((name, key), None)
             return value
         job.future = _pool().submit(run)
@@ -408,8 +389,6 @@ def _checkpoint(deadline):
 
 
 def _build_grammar(spec, deadline):
-    from cfgmask.grammar import Grammar
-    from cfgmask.engine.lexer import LexerSpec
     if spec.kind == "builtin":
         g = Grammar.from_file(Grammar.builtin_path(spec.text), start=spec.start)
     elif spec.kind == "lark":
@@ -427,22 +406,22 @@ def _build_grammar(spec, deadline):
 
 
 def _grammar_job(spec):
-    return _job("grammar", _GRAMMARS, _GRAMMARS_MAX, spec.key, lambda dl: _build_grammar(spec, dl))
+    return _job("grammar", _GRAMMARS, spec.key, lambda dl: _build_grammar(spec, dl))
 
 
 def _compile_job(spec, vocab):
     def build(deadline):
-        from cfgmask.engine.compiler import compile as compile_grammar
         t0 = time.perf_counter()
-        g = _lru_get(_GRAMMARS, spec.key)
+        g = _GRAMMARS.get(spec.key)
         if g is None:  # built here, not through _grammar_job: a job must never wait on the pool
-            g = _lru_put(_GRAMMARS, spec.key, _build_grammar(spec, deadline), _GRAMMARS_MAX)
+            g = _build_grammar(spec, deadline)
+            _GRAMMARS.put(spec.key, g)
         elif isinstance(g, str):
             raise ValueError(g)
-        c = compile_grammar(g, vocab, progress=_checkpoint(deadline))
+        c = compiler.compile(g, vocab, progress=_checkpoint(deadline))
         logger.info("cfgmask: compiled %r in %.2f s", spec, time.perf_counter() - t0)
         return c
-    return _job("compiled", _COMPILED, _COMPILED_MAX, (spec.key, vocab.fingerprint()), build)
+    return _job("compiled", _COMPILED, (spec.key, vocab.fingerprint()), build)
 
 
 def _await(job, wait_s):
@@ -605,7 +584,7 @@ class _MaskBatch:
             if m.is_finished():
                 row.extra += 1  # ignore_eos: the engine keeps going, the mask stays EOS-only
             elif not m.try_consume(t):
-                why = "EOS" if t in self.eos_ids else f"token {t} ({m._token_repr(t)})"
+                why = "EOS" if t in self.eos_ids else f"token {t} ({m.describe_token(t)})"
                 self.kill(row, f"{why} is not allowed after {m.prefix[-80:]!r}: an engine stage after "
                                "the mask (or one that removed every allowed token before it) chose it")
                 row.n += 1
@@ -639,7 +618,7 @@ class _MaskBatch:
 
     def apply(self, logits, rows):
         """Mask ``logits`` ``[B, V]`` in place; ``rows[b]`` is row ``b``'s :class:`_Row` or ``None``."""
-        from cfgmask.hf import apply_token_bitmask_
+        from cfgmask.kernels import apply_token_bitmask_
         torch = self.torch
         t0 = time.perf_counter()
         B, V = logits.shape
@@ -714,7 +693,6 @@ class _MaskBatch:
 def _load_vocab(vllm_config):
     """The :class:`~cfgmask.Vocabulary` of the engine's tokenizer, at the logits width."""
     from transformers import AutoTokenizer
-    from cfgmask.engine.vocab import Vocabulary
     mc = vllm_config.model_config
     tok = AutoTokenizer.from_pretrained(
         mc.tokenizer, revision=getattr(mc, "tokenizer_revision", None),

@@ -469,7 +469,7 @@ class Matcher:
         tok = _token_id(token_id)
         if not self._try(tok):
             raise TokenRejected(
-                f"token {tok} ({self._token_repr(tok)}) is not allowed after "
+                f"token {tok} ({self.describe_token(tok)}) is not allowed after "
                 f"{self._core.prefix()[-80:]!r}" + (" (the matcher is finished: only EOS is allowed)"
                                                      if self._core.is_finished() else ""),
                 token_id=tok, position=self.n_consumed)
@@ -569,7 +569,9 @@ class Matcher:
         """Tokens consumed so far (each EOS included); what :meth:`rollback` can undo."""
         return self._core.n_consumed() + self._eos_extra
 
-    def _token_repr(self, tok):
+    def describe_token(self, tok: int) -> str:
+        """Token ``tok`` for a message: its bytes' ``repr``, ``"EOS"``, ``"special"`` or
+        ``"out of vocabulary"``."""
         tb = self.compiled.vocab.token_bytes
         if 0 <= tok < len(tb):
             if tok in self._eos:

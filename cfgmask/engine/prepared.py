@@ -244,7 +244,7 @@ def _read_only(a):
 
 @register_part("tokens", version=1, persist=False, modules=("cfgmask.engine.vocab",))
 def _build_tokens(prep):
-    flat, offsets, special = prep.vocab._flat()
+    flat, offsets, special = prep.vocab.token_arrays()
     return {}, {"flat": flat, "offsets": offsets, "special": special}
 
 

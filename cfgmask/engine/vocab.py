@@ -214,7 +214,7 @@ class Vocabulary:
         same bytes never collide.  About 10 ms for 131k tokens.
         """
         if self._fingerprint is None:
-            flat, offsets, special = self._flat()
+            flat, offsets, special = self.token_arrays()
             lens = np.diff(offsets)
             lens[special.astype(bool)] = -1
             h = hashlib.sha256()
@@ -226,7 +226,7 @@ class Vocabulary:
             self._fingerprint = h.hexdigest()
         return self._fingerprint
 
-    def _flat(self):
+    def token_arrays(self):
         """``(flat uint8, offsets int64[n+1], special uint8[n])``: all token bytes back to
         back, token ``i`` is ``flat[offsets[i]:offsets[i+1]]``, ``special[i]`` is 1 for
         ``None``.  Read-only, computed once."""
