@@ -266,10 +266,10 @@ def draw(eng, h, tok, rng, max_tokens=300):
 
 
 def clear_cfgmask_caches():
-    from cfgmask.automata import regex
+    from cfgmask.automata import memo, setops
     from cfgmask.frontends.json_schema import automata, strings
-    regex._DFA_MEMO.clear()
-    automata._SETOP_CACHE.clear()
+    memo.DFA_MEMO.clear()
+    setops.SETOP_MEMO.clear()
     automata._G.clear()
     for f in (strings.chars_text, strings.text_regex, strings.pattern_to_decoded,
               strings.anchored_prefix, automata._spellings):

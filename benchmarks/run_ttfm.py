@@ -354,7 +354,7 @@ def section_regex(grammars, repeat, baseline, log):
     """regex -> DFA per grammar, this version vs ``baseline``'s regex.py, same process."""
     import importlib.util
     import cfgmask
-    from cfgmask.automata import regex
+    from cfgmask import automata as regex
     old = None
     if baseline:
         spec = importlib.util.spec_from_file_location(
@@ -368,7 +368,7 @@ def section_regex(grammars, repeat, baseline, log):
         new_t, old_t = {}, {}
         for _ in range(max(repeat, 3)):
             for n, p in pats:
-                regex._DFA_MEMO.clear()
+                regex.memo.DFA_MEMO.clear()
                 t0 = time.process_time()
                 a = regex.compile_regex(p, n)
                 new_t[n] = min(new_t.get(n, 1e9), time.process_time() - t0)

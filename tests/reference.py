@@ -4,7 +4,7 @@ It implements the semantics of ``docs/architecture.md`` ("Semantics") as
 directly as possible and shares no code with the runtime: the only things it
 takes from cfgmask are the flat CFG of :class:`cfgmask.Grammar` (rules,
 terminal names, ``%ignore`` flags, word boundary) and the per-terminal byte
-DFAs of :func:`cfgmask.automata.regex.compile_regex`, which ``tests/test_regex.py``
+DFAs of :func:`cfgmask.automata.compile_regex`, which ``tests/test_regex.py``
 checks against Python's ``re`` on its own.
 
 * Parser: a textbook Earley recognizer over terminal symbols.  An Earley set
@@ -26,7 +26,7 @@ Everything is immutable, so a state is shared freely between branches.
 import functools
 import math
 
-from cfgmask.automata.regex import compile_regex
+from cfgmask.automata import compile_regex
 
 START_RULE = 0
 

@@ -308,7 +308,7 @@ def test_lookahead_terminals_round_trip(cdir, monkeypatch):
 
 
 def test_cheap_lexer_tables_stay_in_memory(cdir, monkeypatch):
-    from cfgmask.automata import regex
+    from cfgmask import automata as regex
     monkeypatch.setattr(cache, "PERSIST_ABOVE_S", 3600.0)
     g = Grammar.from_lark('start: A B\nA: /q[a-z]{1,7}z/\nB: "!"\n')
     assert lexer.LexerSpec(g).source == "built" and not _files(cdir, "lexer")

@@ -32,7 +32,7 @@ import cfgmask
 from cfgmask.frontends.json_schema import automata as A
 from cfgmask.frontends.json_schema import emit as E
 from cfgmask.frontends.json_schema import strings as S
-from cfgmask.automata.regex import CountedDFA, compile_regex
+from cfgmask.automata import CountedDFA, compile_regex
 from tests.reference import Reference
 
 WORDS = r"^(?:\S+\s+){0,3}\S+$"

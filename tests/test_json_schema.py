@@ -27,7 +27,7 @@ from cfgmask.frontends.json_schema import automata as A
 from cfgmask.frontends.json_schema import numbers as N
 from cfgmask.frontends.json_schema import strings as S
 from cfgmask.frontends.json_schema.serialize import dumps, serialize
-from cfgmask.automata.regex import compile_regex
+from cfgmask.automata import compile_regex
 from tests.test_json_schema_support import BYTES, accepts, compile_bytes
 
 ALPHABET = ["a", "b", "n", "u", "0", "7", "-", " ", "/", '"', "\\", "\n", "\t", "\x01", "é", "€",
@@ -81,7 +81,7 @@ def test_literal_set_dfa_equals_its_pattern(canonical):
     for _ in range(10):
         values = [random_text(rng, 3) for _ in range(3)]
         dfa, text = A.literal_set_dfa(values, canonical=canonical)
-        from cfgmask.automata.regex import _compile_regex
+        from cfgmask.automata import regex_to_dfa as _compile_regex
         ref = _compile_regex(text, "ref", 20000)
         for _ in range(100):
             s = rng.choice(values) if rng.random() < 0.5 else random_text(rng, 3)
@@ -93,7 +93,7 @@ def test_literal_set_dfa_equals_its_pattern(canonical):
 def test_key_chain_column_partition_is_its_columns(value):
     """A property name's byte chain hands its byte-class partition to byte_classes
     instead of having it computed: it must be the partition of its columns."""
-    from cfgmask.automata.regex import _column_classes
+    from cfgmask.automata import column_classes as _column_classes
     dfa, _ = A.literal_set_dfa([value], canonical=True)
     assert dfa.column_class().tolist() == _column_classes(dfa.trans)[0].tolist()
 
@@ -435,7 +435,7 @@ def test_refs_anchor_id_and_drafts():
 
 def test_memo_makes_the_second_compile_cheap():
     """Terminal automata are memoised by pattern text (regex.remember_dfa)."""
-    from cfgmask.automata import regex
+    from cfgmask.automata import memo as regex
     import re
     compile_schema(SMALL)
     g = compile_schema(SMALL)
@@ -443,23 +443,23 @@ def test_memo_makes_the_second_compile_cheap():
     # lexer later and may come from its disk cache instead, so it need not be here
     literal = re.compile(r"(?:\\[^A-Za-z0-9]|[^\\.^$*+?()\[\]{}|])+")
     own = [p for p in g.terminal_patterns if not literal.fullmatch(p)]
-    assert own and all(p in regex._DFA_MEMO or p in regex._DFA_PINNED for p in own)
+    assert own and all(p in regex.DFA_MEMO or p in regex.PINNED_DFAS for p in own)
 
 
 def test_pinned_automata_live_as_long_as_their_grammar():
     import gc
-    from cfgmask.automata import regex
+    from cfgmask.automata import memo as regex
     schema = {"type": "object", "properties": {"zz-pin-test": {"type": "integer"}},
               "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 3,
                                        "pattern": "^q"}}
     g = compile_schema(schema)
-    pinned = [p for p in g.terminal_patterns if p in regex._DFA_PINNED]
+    pinned = [p for p in g.terminal_patterns if p in regex.PINNED_DFAS]
     assert pinned
     c = compile_bytes(g)
     assert accepts(c, '{"zz-pin-test":1,"k":"qa"}') and not accepts(c, '{"k":"qaaa"}')
     del c, g
     gc.collect()
-    assert not any(p in regex._DFA_PINNED for p in pinned)
+    assert not any(p in regex.PINNED_DFAS for p in pinned)
 
 
 # ------------------------------------------------------ hooks: CLI and HF

@@ -407,7 +407,7 @@ class ProfileSampler(Sampler):
 
     def _ws_lead(self, b):
         """Is ``b`` the first byte of a character some full-grammar whitespace terminal accepts?"""
-        from cfgmask.automata.regex import compile_regex
+        from cfgmask.automata import compile_regex
         f = self.full_ref.grammar
         return any(compile_regex(p, n).trans[0, b] >= 0
                    for n, p, i in zip(f.terminal_names, f.terminal_patterns, f.terminal_is_ignore)

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from lark.load_grammar import load_grammar
 
 from cfgmask.errors import GrammarError
-from cfgmask.automata.regex import ByteDFA, byte_classes, compile_regex
+from cfgmask.automata import ByteDFA, byte_classes, compile_regex
 
 EXAMPLES = int(os.environ.get("CFGMASK_REGEX_EXAMPLES", "60"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
@@ -490,9 +490,9 @@ def test_large_but_allowed():
 
 def test_compile_time_of_big_classes():
     import time
-    from cfgmask.automata import regex, unicode_tables
-    regex._char_ranges.cache_clear()
-    regex._DFA_MEMO.clear()
+    from cfgmask.automata import memo, parse, unicode_tables
+    parse.char_ranges.cache_clear()
+    memo.DFA_MEMO.clear()
     unicode_tables.scan_ranges.cache_clear()
     start = time.perf_counter()
     compile_regex(r"\w+")

@@ -330,7 +330,7 @@ def test_f8_grammar_failures_are_grammar_errors(text, construct, cause):
 
 
 def test_f8_regex_nested_deep_inside_compile_regex():
-    from cfgmask.automata.regex import compile_regex
+    from cfgmask.automata import compile_regex
     with pytest.raises(GrammarError) as ei:
         compile_regex("(" * 2000 + "a" + ")" * 2000, "DEEP")
     assert ei.value.where == "DEEP" and ei.value.construct in ("nesting depth", "regex syntax")

@@ -31,7 +31,7 @@ cdef class LazyDFA:
     cdef const int32_t** term_forb    # [T] -> [n_states_t] row of forb_bits, -1 none
     cdef const uint64_t* forb_bits    # [n_forb * fw] classes (n_classes = end of input) a lexeme may not end before
     cdef int32_t fw
-    # character counters (cfgmask.automata.regex.CountedDFA terminals): a counted terminal's
+    # character counters (cfgmask.automata.CountedDFA terminals): a counted terminal's
     # state is n * term_nq[t] + q (n characters completed, base state q)
     cdef readonly bint has_counters
     cdef readonly int max_token_bytes   # -1: counters keep every character

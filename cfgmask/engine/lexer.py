@@ -1,6 +1,6 @@
 """Terminal automata -> the lexer tables the runtime steps through.
 
-Compile time builds one minimal byte DFA per terminal (``regex.py``), then one
+Compile time builds one minimal byte DFA per terminal (``cfgmask.automata``), then one
 global partition of the 256 byte values into classes so that every table is
 ``[states, classes]`` instead of ``[states, 256]``.
 
@@ -29,7 +29,7 @@ The per-terminal tables (:class:`LexerTables`) depend only on the terminal
 patterns and the state limit, so :func:`lexer_tables` keeps them in memory
 (the last 32 sets) and in the disk cache (``cfgmask.cache``, key: the
 patterns, the limit, the Python and Unicode versions and a hash of this
-module's and ``regex.py``'s source); tables that are cheaper to build than to
+module's and ``cfgmask.automata``'s source); tables that are cheaper to build than to
 read back stay in memory only.  A hit skips regex compilation; what it
 returns is exactly what a build returns (tests/test_cache.py).  Failures are
 never cached.
@@ -46,7 +46,7 @@ import numpy as np
 
 from cfgmask import cache
 from cfgmask.errors import GrammarError
-from cfgmask.automata.regex import ByteDFA, CountedDFA, build_cost, byte_classes, compile_regex
+from cfgmask.automata import ByteDFA, CountedDFA, build_cost, byte_classes, compile_regex
 
 DEFAULT_MAX_TERMINAL_STATES = 20000
 
@@ -68,7 +68,7 @@ class LexerSpec:
     (int32 ``[states, classes]``, -1 dead), ``accepting[t][s]``, ``end_forbidden[t]`` (``{state:
     frozenset of classes}`` where a lexeme may not end), ``ignore_mask``,
     ``at_start_mask`` (terminals only the first lexeme may be), ``n_words``;
-    ``dfas`` (the per-terminal :class:`~cfgmask.automata.regex.ByteDFA`, rebuilt from
+    ``dfas`` (the per-terminal :class:`~cfgmask.automata.ByteDFA`, rebuilt from
     the tables on first use).
     """
 
@@ -116,7 +116,7 @@ class LexerSpec:
         return tab.trans, tab.accepting_flat, tab.offsets, tab.forb, tab.forb_bits
 
     def counter_tables(self):
-        """The character counters of :class:`~cfgmask.automata.regex.CountedDFA` terminals
+        """The character counters of :class:`~cfgmask.automata.CountedDFA` terminals
         for ``LazyDFA``: ``(count_limit int32 [T] (-1: not counted), char_end uint8
         [states], min_chars int32 [states])`` over the flat states, or ``None``
         when no terminal counts."""
@@ -212,12 +212,12 @@ class LexerTables:
         return got
 
     def counted(self, t):
-        """Does terminal ``t`` count characters (a :class:`~cfgmask.automata.regex.CountedDFA`)?"""
+        """Does terminal ``t`` count characters (a :class:`~cfgmask.automata.CountedDFA`)?"""
         limits = self.arrays.get("count_limit")
         return limits is not None and int(limits[t]) >= 0
 
     def dfa(self, t, name, pattern):
-        """Terminal ``t``'s :class:`~cfgmask.automata.regex.ByteDFA` (256 columns)."""
+        """Terminal ``t``'s :class:`~cfgmask.automata.ByteDFA` (256 columns)."""
         table = self.class_tables[t][:, self.class_of_byte]
         if self.counted(t):
             lo, hi = self.offsets[t], self.offsets[t + 1]
@@ -234,12 +234,12 @@ _memory_lock = threading.Lock()
 
 def lexer_tables_key(patterns, max_states):
     """The cache key of the lexer tables of ``patterns`` (a dict)."""
-    from cfgmask.automata import regex, unicode_tables
+    from cfgmask import automata
     return {"format": LEXER_TABLES_FORMAT, "max_states": int(max_states),
             "patterns": list(patterns),
             # the regex parser and the Unicode tables come from this Python
             "python": list(sys.version_info[:2]), "unicode": unicodedata.unidata_version,
-            "code": cache.code_fingerprint(regex, unicode_tables, sys.modules[__name__])}
+            "code": cache.code_fingerprint(*automata.CODE_MODULES, sys.modules[__name__])}
 
 
 def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progress=None,
@@ -252,7 +252,7 @@ def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progre
     Those tables stay in memory only.
 
     Looked up in memory (the last few grammars, by the patterns), then in the
-    disk cache; built with :func:`~cfgmask.automata.regex.compile_regex` on a miss, and
+    disk cache; built with :func:`~cfgmask.automata.compile_regex` on a miss, and
     stored on disk when a fresh process would take longer than
     ``cache.PERSIST_ABOVE_S`` to build them.  Failures
     (:class:`~cfgmask.errors.GrammarError`) are never cached, so a bad grammar

@@ -41,12 +41,14 @@ contained visits every token whose fate is not already settled.
 """
 
 import hashlib
-import time
 
 import numpy as np
 
-from cfgmask.automata import regex as _rx
-from cfgmask.automata import unicode_tables as ut
+from cfgmask import cache
+from cfgmask.automata import (CODE_MODULES, ByteDFA, class_regex, column_classes, compile_regex,
+                              has_cycle, repeat_classes, unescaped_characters)
+from cfgmask.cache import BoundedMemo
+from cfgmask.engine.trie import check_forest
 from cfgmask.errors import GrammarError
 
 MIN_SLICE_TOKENS = 256        # smaller slices do not pay for their trie and check
@@ -56,7 +58,7 @@ BOUNDED_RUNS = (4, 8, 16)     # bounded variants of each run slice
 
 
 class Slice:
-    """One slice: a name, its automaton (a :class:`~cfgmask.automata.regex.ByteDFA`) and,
+    """One slice: a name, its automaton (a :class:`~cfgmask.automata.ByteDFA`) and,
     for a cross slice, the leading byte and the automaton of what follows it."""
 
     def __init__(self, name, dfa, lead=None, tail=None):
@@ -106,7 +108,7 @@ class Slice:
         if got is None:
             trans = np.asarray(self.tail.trans if tail else self.dfa.trans, dtype=np.int32)
             alive = (trans >= 0).any(axis=0)
-            col_id = _rx._column_classes(trans)[0]      # the minimiser's column partition
+            col_id = column_classes(trans)[0]      # the minimiser's column partition
             got = self._reps[k] = (alive, col_id.astype(np.int64))
         return got
 
@@ -136,7 +138,7 @@ def _prefix_dfa(dfa):
     stayed allocated for sql.lark, issue 23)."""
     trans = np.ascontiguousarray(dfa.trans, dtype=np.int32).view()
     trans.flags.writeable = False
-    return _rx.ByteDFA(trans, np.ones(dfa.n_states, dtype=np.bool_),
+    return ByteDFA(trans, np.ones(dfa.n_states, dtype=np.bool_),
                        pattern=f"prefixes of {dfa.pattern}", name=dfa.name)
 
 
@@ -146,90 +148,8 @@ def _prepend(byte, dfa):
     trans = np.full((n + 1, 256), -1, dtype=np.int32)
     trans[0, byte] = 1
     trans[1:] = np.where(dfa.trans >= 0, dfa.trans + 1, -1)
-    return _rx.ByteDFA(trans, np.ones(n + 1, dtype=np.bool_), pattern=f"{byte:#04x} then {dfa.pattern}",
+    return ByteDFA(trans, np.ones(n + 1, dtype=np.bool_), pattern=f"{byte:#04x} then {dfa.pattern}",
                        name=dfa.name)
-
-
-def _repeat_classes(pattern):
-    """``(code point ranges, max_count)`` of every repeat of one character class in
-    ``pattern`` (``max_count`` None when unbounded), from Python's own parser."""
-    out = []
-    try:
-        parsed = _rx._sre_parse.parse(pattern, 0)
-    except Exception:
-        return out
-
-    def visit(sub, flags):
-        for op, av in sub:
-            if op in (_rx.MAX_REPEAT, _rx.MIN_REPEAT):
-                lo, hi, body = av
-                ranges = _rx._one_char_ranges(body, flags)
-                if ranges is None and len(body) == 1 and body[0][0] is _rx.SUBPATTERN:
-                    body = body[0][1][3]
-                if ranges is None and len(body) == 1 and body[0][0] is _rx.BRANCH:
-                    # (?:[^"\\]|\\.)*: take the one-character alternatives
-                    parts = [_rx._one_char_ranges(alt, flags) for alt in body[0][1][1]]
-                    parts = [p for p in parts if p]
-                    ranges = ut.union(*parts) if parts else None
-                if ranges and hi != 1:
-                    out.append((tuple(ranges), None if hi == _rx.MAXREPEAT else int(hi)))
-                visit(body, flags)
-            elif op is _rx.SUBPATTERN:
-                _g, add, dele, body = av
-                visit(body, _rx._combine_flags(flags, add, dele))
-            elif op is _rx.BRANCH:
-                for alt in av[1]:
-                    visit(alt, flags)
-
-    visit(parsed, parsed.state.flags)
-    return out
-
-
-def _has_cycle(trans):
-    """True when a trimmed automaton with transition table ``trans`` (``[states,
-    columns]``, -1 dead; byte columns or byte-class columns alike) accepts
-    infinitely many strings, i.e. has a cycle.
-
-    Only a heuristic decides on it ("a keyword is too small to pay"), never a
-    mask, so any answer is safe; it is exact all the same."""
-    n = trans.shape[0]
-    live = trans >= 0
-    if np.count_nonzero(live) < n:
-        # every state is reachable from the start, so n - 1 edges or fewer make a
-        # tree, which has no cycle: one numpy call settles the literals (JSON
-        # Schema keys, keywords) that are most terminals
-        return False
-    # the distinct edges with numpy (a state has many columns but few
-    # successors), then a plain-Python DFS over them
-    src, col = np.nonzero(live)
-    pairs = np.unique(src.astype(np.int64) * n + trans[src, col])
-    succ = [[] for _ in range(n)]
-    for a, b in zip((pairs // n).tolist(), (pairs % n).tolist()):
-        succ[a].append(b)
-    color = [0] * n            # 0 unseen, 1 on the DFS stack, 2 done
-    for root in range(n):
-        if color[root]:
-            continue
-        stack = [(root, iter(succ[root]))]
-        color[root] = 1
-        while stack:
-            node, it = stack[-1]
-            for nxt in it:
-                if color[nxt] == 1:
-                    return True
-                if color[nxt] == 0:
-                    color[nxt] = 1
-                    stack.append((nxt, iter(succ[nxt])))
-                    break
-            else:
-                color[node] = 2
-                stack.pop()
-    return False
-
-
-def _class_regex(ranges):
-    esc = _rx._escape_code_point
-    return "[" + "".join(esc(a) if a == b else esc(a) + "-" + esc(b) for a, b in ranges) + "]"
 
 
 def derive(grammar, lexer_spec):
@@ -277,8 +197,9 @@ def derive(grammar, lexer_spec):
     return out
 
 
-_TERMINAL_SLICES = {}      # pattern -> (prefix slice or None, run slices), insertion order = age
 _TERMINAL_SLICES_SIZE = 4096
+# pattern -> (prefix slice or None, run slices)
+_TERMINAL_SLICES = BoundedMemo(_TERMINAL_SLICES_SIZE, order="fifo")
 
 
 def _terminal_slices(pattern, class_table, get_dfa):
@@ -303,26 +224,26 @@ def _terminal_slices(pattern, class_table, get_dfa):
         except GrammarError:
             got = None        # a body the byte pipeline refuses: read the whole pattern
         if got is not None:
-            _memo_put(_TERMINAL_SLICES, pattern, got, _TERMINAL_SLICES_SIZE)
+            _TERMINAL_SLICES.put(pattern, got)
             return got
     if class_table is None:
         dfa = get_dfa()
-        if not _has_cycle(dfa.trans):
+        if not has_cycle(dfa.trans):
             dfa = None
     else:
-        dfa = get_dfa() if _has_cycle(class_table) else None
+        dfa = get_dfa() if has_cycle(class_table) else None
     if dfa is None or dfa.has_follow_restrictions:
         got = (None, ())
     else:
         runs, seen = [], set()
-        for ranges, hi in _repeat_classes(pattern):
+        for ranges, hi in repeat_classes(pattern):
             # sql.lark's generated identifier patterns repeat one class thousands
             # of times: each (class, bound) once (a repeat offers what its first
             # copy offered, and derive() drops equal slices anyway)
             if (ranges, hi) in seen:
                 continue
             seen.add((ranges, hi))
-            cls = _class_regex(ranges)
+            cls = class_regex(ranges)
             bounds = [k for k in BOUNDED_RUNS if hi is None or k < hi]
             if hi is not None and hi > 1:
                 bounds.append(hi)
@@ -333,12 +254,13 @@ def _terminal_slices(pattern, class_table, get_dfa):
                 if sl is not None:
                     runs.append(((ranges, hi), suffix, sl))
         got = (Slice("P", _prefix_dfa(dfa)), tuple(runs))
-    _memo_put(_TERMINAL_SLICES, pattern, got, _TERMINAL_SLICES_SIZE)
+    _TERMINAL_SLICES.put(pattern, got)
     return got
 
 
 _MISSING = object()
-_RUN_SLICES = {}          # (class regex, suffix) -> run Slice or None (refused), shared by all terminals
+# (class regex, suffix) -> run Slice or None (refused), shared by all terminals
+_RUN_SLICES = BoundedMemo(_TERMINAL_SLICES_SIZE, order="fifo")
 
 
 def _run_slice(cls, suffix):
@@ -349,11 +271,11 @@ def _run_slice(cls, suffix):
     if got is not _MISSING:
         return got
     try:
-        d = _rx.compile_regex(cls + suffix, name=f"run{suffix}", max_states=4096)
+        d = compile_regex(cls + suffix, name=f"run{suffix}", max_states=4096)
         got = Slice(f"run{suffix}", _prefix_dfa(d))
     except GrammarError:
         got = None
-    _memo_put(_RUN_SLICES, k, got, _TERMINAL_SLICES_SIZE)
+    _RUN_SLICES.put(k, got)
     return got
 
 
@@ -367,7 +289,7 @@ def _restricted_terminal_slices(body, get_dfa):
     schema's slice work (0.5-0.6 ms of its 3.4 ms compile at p50).  ``Y``'s own
     entry is memoised like any terminal's."""
     base_prefix, base_runs = _terminal_slices(
-        body, None, lambda: _rx.compile_regex(body, name="slice body", max_states=4096))
+        body, None, lambda: compile_regex(body, name="slice body", max_states=4096))
     if base_prefix is None:
         return (None, ())
     dfa = get_dfa()
@@ -398,7 +320,7 @@ def _lookahead_body(pattern):
 def _group_end(pattern, i):
     """The index just past the group opened at ``pattern[i] == "("``, or None."""
     depth = 0
-    for j, c in _rx.unescaped_characters(pattern, i):
+    for j, c in unescaped_characters(pattern, i):
         if c == "(":
             depth += 1
         elif c == ")":
@@ -412,7 +334,7 @@ def _first_byte_only(dfa, allowed):
     """``dfa`` with its first byte restricted to ``allowed`` (bool [256])."""
     trans = dfa.trans.copy()
     trans[0, ~allowed] = -1
-    return _rx.ByteDFA(trans, dfa.accepting.copy(), pattern=dfa.pattern, name=dfa.name)
+    return ByteDFA(trans, dfa.accepting.copy(), pattern=dfa.pattern, name=dfa.name)
 
 
 # ---------------------------------------------------------------- membership
@@ -552,8 +474,9 @@ def _count_bits(packed):
 
 def _packed_membership(s, trie, special, V, memo):
     """The tokens of slice ``s`` as packed bits (little bit order, ``ceil(V / 8)``
-    bytes, zero padding), memoised in ``memo`` by the slice's digest (6-16 KB
-    each) so that grammars sharing terminals share the work."""
+    bytes, zero padding), memoised in ``memo`` (a :class:`~cfgmask.cache.BoundedMemo`)
+    by the slice's digest (6-16 KB each) so that grammars sharing terminals share
+    the work."""
     k = s.key()
     if memo is not None:
         got = memo.get(k)
@@ -564,9 +487,7 @@ def _packed_membership(s, trie, special, V, memo):
     m[:min(V, len(got))] = got[:V]
     packed = np.packbits(m, bitorder="little")
     if memo is not None:
-        if len(memo) >= _MEMBERSHIP_MEMO_SIZE:
-            memo.pop(next(iter(memo)), None)
-        memo[k] = packed
+        memo.put(k, packed)
     return packed
 
 
@@ -591,7 +512,8 @@ def choose(candidates, trie, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS
     the largest family of tokens that cross a lexeme boundary), then run
     slices (bounded variants before unbounded ones, so each length range gets
     its own trie).  A slice that gets too few tokens of its own is dropped.
-    ``memberships``: a dict memoising each candidate's token set.
+    ``memberships``: a :class:`~cfgmask.cache.BoundedMemo` memoising each
+    candidate's token set.
     """
     V = vocab_size
     threshold = _threshold(len(special), min_tokens, min_fraction)
@@ -711,21 +633,19 @@ def _bound(suffix):
 # ---------------------------------------------------------------- derivation cache
 
 DERIVE_FORMAT = 3     # 3: each candidate's first bytes next to its digest
-_DERIVED = {}          # digest -> candidate slices (insertion order = age)
-_DERIVED_SIZE = 32
-_CANDIDATE_KEYS = {}   # digest -> (the candidates' digests, their first bytes): the disk entry
-_CANDIDATE_KEYS_SIZE = 256
+_DERIVED = BoundedMemo(32, order="fifo")            # digest -> candidate slices
+# digest -> (the candidates' digests, their first bytes): the disk entry
+_CANDIDATE_KEYS = BoundedMemo(256, order="fifo")
 
 
 def _terminals_key(grammar):
-    from cfgmask import cache
     # one string hashed once (an update per part was a third of this step's time)
     parts = []
     for name, pattern, flags, ignore in zip(grammar.terminal_names, grammar.terminal_patterns,
                                             grammar.terminal_flags, grammar.terminal_is_ignore.tolist()):
         parts += (name, pattern, ",".join(sorted(flags)), "i" if ignore else "-")
     text = "\0".join(parts) + "\0" if parts else ""
-    return {"format": DERIVE_FORMAT, "code": cache.code_fingerprint(__name__, "cfgmask.automata.regex"),
+    return {"format": DERIVE_FORMAT, "code": cache.code_fingerprint(__name__, *CODE_MODULES),
             "terminals": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}
 
 
@@ -738,7 +658,7 @@ def derived(grammar, lexer_spec, memo_key=None):
     hit = _DERIVED.get(memo_key)
     if hit is None:
         hit = derive(grammar, lexer_spec)
-        _memo_put(_DERIVED, memo_key, hit, _DERIVED_SIZE)
+        _DERIVED.put(memo_key, hit)
     return hit
 
 
@@ -771,33 +691,42 @@ def _candidate_keys(grammar, lexer_spec, key=None, rederive=False):
     ``terminal_automata_prebuilt``) skips the disk: its builder runs again in
     any process, and a lookup that almost always misses cost more than most
     such grammars' derivation."""
-    from cfgmask import cache
     if key is None:
         key = _terminals_key(grammar)
     memo_key = key["terminals"]     # the rest of the key is this process's code
     got = None if rederive else _CANDIDATE_KEYS.get(memo_key)
     if got is not None:
         return list(got[0]), list(got[1])
-    use_disk = not grammar.terminal_automata_prebuilt
-    digest = cache.key_digest(key) if use_disk else None
-    keys = firsts = None
+    disk_key = None if grammar.terminal_automata_prebuilt else key
     hit = _DERIVED.get(memo_key)
-    if hit is not None:
-        keys, firsts = [c.key() for c in hit], [_first_bytes(c) for c in hit]
-    elif use_disk and not rederive:
-        entry = cache.load("slice-candidates", key, digest, _check_candidates)
-        if entry is not None:
-            keys = entry[0]["keys"]
-            firsts = [bytes.fromhex(f) for f in entry[0]["first_bytes"]]
-    if keys is None or rederive:
-        t0 = time.perf_counter()
-        cands = derived(grammar, lexer_spec, memo_key)
-        keys, firsts = [c.key() for c in cands], [_first_bytes(c) for c in cands]
-        if use_disk and (rederive or time.perf_counter() - t0 > cache.PERSIST_ABOVE_S):
-            cache.store("slice-candidates", key, {"keys": keys, "first_bytes": [f.hex() for f in firsts]},
-                        {}, digest)
-    _memo_put(_CANDIDATE_KEYS, memo_key, (tuple(keys), tuple(firsts)), _CANDIDATE_KEYS_SIZE)
+    if hit is not None or rederive:
+        keys, firsts = _keys_and_first_bytes(derived(grammar, lexer_spec, memo_key))
+        if rederive and disk_key is not None:    # overwrite the stale entry
+            cache.store("slice-candidates", key, _candidates_meta(keys, firsts), {})
+    else:
+        built = []
+
+        def build():
+            built[:] = _keys_and_first_bytes(derived(grammar, lexer_spec, memo_key))
+            return _candidates_meta(*built), {}
+        meta, _arrays, source = cache.cached_build(
+            "slice-candidates", disk_key, build, validate=_check_candidates,
+            persist=lambda build_s: build_s > cache.PERSIST_ABOVE_S)
+        if source == "built":
+            keys, firsts = built
+        else:
+            keys, firsts = meta["keys"], [bytes.fromhex(f) for f in meta["first_bytes"]]
+    _CANDIDATE_KEYS.put(memo_key, (tuple(keys), tuple(firsts)))
     return list(keys), list(firsts)
+
+
+def _keys_and_first_bytes(candidates):
+    return [c.key() for c in candidates], [_first_bytes(c) for c in candidates]
+
+
+def _candidates_meta(keys, firsts):
+    """The ``slice-candidates`` entry of candidates with digests ``keys``."""
+    return {"keys": keys, "first_bytes": [f.hex() for f in firsts]}
 
 
 # ---------------------------------------------------------------- per vocabulary cache
@@ -808,16 +737,14 @@ _CHOICE_CACHE_SIZE = 256
 _MEMBERSHIP_MEMO_SIZE = 1024
 
 
-def _memo_put(memo, key, value, size):
-    """Insert into a bounded memo, dropping the oldest entries.  Compiles may run
-    in several threads: another thread may drop the same entry first, which is
-    fine (a memo only saves work)."""
-    while len(memo) >= size:
-        try:
-            memo.pop(next(iter(memo)), None)
-        except (StopIteration, RuntimeError):
-            break
-    memo[key] = value
+def _prepared_memo(prepared, name, size):
+    """The :class:`~cfgmask.cache.BoundedMemo` ``name`` kept on a prepared
+    vocabulary (made on first use; compiles may run in several threads, and
+    ``setdefault`` keeps the first one made)."""
+    memo = prepared.__dict__.get(name)
+    if memo is None:
+        memo = prepared.__dict__.setdefault(name, BoundedMemo(size, order="fifo"))
+    return memo
 
 
 def for_grammar(grammar, lexer_spec, prepared, **options):
@@ -835,8 +762,9 @@ def _for_grammar(grammar, lexer_spec, prepared, options, rederive):
     """The :class:`SliceTables` of ``grammar`` on a prepared vocabulary.
 
     Three levels, each memoised in memory and kept in the disk cache
-    (``cfgmask.cache``), keyed by the vocabulary's fingerprint, the build
-    options and this module's code:
+    (``cfgmask.cache``, looked up with :func:`cfgmask.cache.cached_build`),
+    keyed by the vocabulary's fingerprint, the build options and this
+    module's code:
 
     * *candidates* (kind ``slice-candidates``): the digests of the grammar's
       candidate slices, keyed by its terminals;
@@ -851,7 +779,6 @@ def _for_grammar(grammar, lexer_spec, prepared, options, rederive):
     token set is memoised, so a new grammar pays for the candidates it does not
     share and for a forest only when its kept set is new.
     """
-    from cfgmask import cache
     terminals_key = _terminals_key(grammar)
     terminals_memo = terminals_key["terminals"]
     keys, firsts = _candidate_keys(grammar, lexer_spec, terminals_key, rederive)
@@ -868,48 +795,45 @@ def _for_grammar(grammar, lexer_spec, prepared, options, rederive):
     viable = np.flatnonzero(bound >= threshold).tolist()
     base = {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
             "vocab": prepared.vocab.fingerprint(), "options": {k: options[k] for k in sorted(options)}}
-    memberships = prepared.__dict__.setdefault("_slice_memberships", {})
+    memberships = _prepared_memo(prepared, "_slice_memberships", _MEMBERSHIP_MEMO_SIZE)
+    own = None    # the chosen slices' own token sets, when chosen here
 
     # the choice: indices into the viable candidates (what its key names)
-    choice_key = dict(base, candidates=[keys[i] for i in viable])
-    choice_digest = cache.key_digest(choice_key)
-    choices = prepared.__dict__.setdefault("_slice_choices", {})
-    chosen, own = choices.get(choice_digest), None
-    if chosen is None:
-        got = cache.load("slice-choice", choice_key, choice_digest,
-                         lambda meta, arrays: _check_choice(meta, arrays, len(viable)))
-        if got is not None:
-            chosen = got[0]["chosen"]
-    if chosen is None:
-        t0 = time.perf_counter()
+    def choose_viable():
+        nonlocal own
         candidates = _derived_as_listed(grammar, lexer_spec, terminals_memo, len(keys))
         chosen, own = choose([candidates[i] for i in viable], trie, special, V,
                              memberships=memberships, **options)
-        if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
-            cache.store("slice-choice", choice_key, {"chosen": chosen}, {}, choice_digest)
-    _memo_put(choices, choice_digest, chosen, _CHOICE_CACHE_SIZE)
-    chosen = [viable[j] for j in chosen]
+        return {"chosen": chosen}, {}
+    meta, _arrays, _source = cache.cached_build(
+        "slice-choice", dict(base, candidates=[keys[i] for i in viable]), choose_viable,
+        memo=_prepared_memo(prepared, "_slice_choices", _CHOICE_CACHE_SIZE),
+        validate=lambda meta, arrays: _check_choice(meta, arrays, len(viable)),
+        persist=lambda build_s: build_s > cache.PERSIST_ABOVE_S)
+    chosen = [viable[j] for j in meta["chosen"]]
 
     tables_key = dict(base, chosen=[keys[i] for i in chosen])
     tables_digest = cache.key_digest(tables_key)
-    memo = prepared.__dict__.setdefault("_slice_tables", {})
-    hit = memo.get(tables_digest)
-    if hit is not None:
-        return hit
-    tables = None
-    got = cache.load("slices", tables_key, tables_digest,
-                     lambda meta, arrays: check_tables(meta, arrays, len(chosen), V, trie.max_depth))
-    if got is not None:
-        tables = _from_arrays(got[0], got[1], [keys[i] for i in chosen])
-    if tables is None:
+    memo = _prepared_memo(prepared, "_slice_tables", _TABLE_CACHE_SIZE)
+    tables = memo.get(tables_digest)
+    if tables is not None:
+        return tables
+
+    def read(meta, arrays):     # the entry's checks, then its tables
+        nonlocal tables
+        if check_tables(meta, arrays, len(chosen), V, trie.max_depth):
+            tables = _from_arrays(meta, arrays, [keys[i] for i in chosen])
+        return tables is not None
+
+    def build():
+        nonlocal tables
         candidates = _derived_as_listed(grammar, lexer_spec, terminals_memo, len(keys))
         slices = [candidates[i] for i in chosen]
-        if own is None:
-            own = _own_sets(slices, trie, special, V, memberships)
-        tables = layout(slices, own, trie, V)
-        meta, arrays = _to_arrays(tables)
-        cache.store("slices", tables_key, meta, arrays, tables_digest)
-    _memo_put(memo, tables_digest, tables, _TABLE_CACHE_SIZE)
+        tables = layout(slices, own if own is not None else _own_sets(slices, trie, special, V, memberships),
+                        trie, V)
+        return _to_arrays(tables)
+    cache.cached_build("slices", tables_key, build, validate=read)
+    memo.put(tables_digest, tables)
     return tables
 
 
@@ -985,7 +909,6 @@ def check_tables(meta, arrays, n_slices, vocab_size, max_depth):
     * ``tokens`` uint8[n, ceil(V / 8)]; ``parent`` int32[n], -1 or another slice;
     * each slice automaton passes :func:`_check_dfa`.
     """
-    from cfgmask.engine.trie import check_forest
     n, V = int(n_slices), int(vocab_size)
     rest, slices = meta.get("rest"), meta.get("slices")
     if not (meta.get("V") == V and meta.get("words") == (V + 31) // 32 and isinstance(rest, list)
@@ -1034,11 +957,11 @@ def _from_arrays(meta, arrays, keys):
     try:
         slices = []
         for i, m in enumerate(meta["slices"]):
-            dfa = _rx.ByteDFA(arrays[f"t{i}"], np.asarray(arrays[f"a{i}"], dtype=np.bool_),
+            dfa = ByteDFA(arrays[f"t{i}"], np.asarray(arrays[f"a{i}"], dtype=np.bool_),
                               pattern=m["pattern"], name=m["name"])
             tail = None
             if m["tail"] is not None:
-                tail = _rx.ByteDFA(arrays[f"tt{i}"], np.asarray(arrays[f"ta{i}"], dtype=np.bool_),
+                tail = ByteDFA(arrays[f"tt{i}"], np.asarray(arrays[f"ta{i}"], dtype=np.bool_),
                                    pattern=m["tail"], name=m["name"])
             if dfa.trans.ndim != 2 or dfa.trans.shape[1] != 256:
                 return None

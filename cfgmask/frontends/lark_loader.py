@@ -22,7 +22,7 @@ and ``%ignore`` list, and building Lark's Earley parser on top (its grammar
 analysis and one ``sre_parse`` + ``re.compile`` per terminal) cost more than
 the compile itself (sql.lark: ~0.8 s of ~1 s).  The checks that construction
 made are made here (:func:`_earley_would_refuse`), the regexes parsed once
-with :func:`cfgmask.automata.regex.parse_pattern`, whose trees the lexer's regex
+with :func:`cfgmask.automata.parse_pattern`, whose trees the lexer's regex
 compiler then reuses; where one fails, Lark's parser is built after all
 (:func:`load_with_lark_parser`) so that the error is Lark's own.
 
@@ -174,7 +174,7 @@ def _earley_would_refuse(terminals, rules, starts):
     That construction checks the rules (``GrammarAnalyzer``: no rule twice,
     every nonterminal and start defined) and every terminal's regex
     (``EarleyRegexpMatcher``: ``sre_parse`` width not 0, ``re.compile``).
-    The regex is parsed here with :func:`cfgmask.automata.regex.parse_pattern`, whose
+    The regex is parsed here with :func:`cfgmask.automata.parse_pattern`, whose
     tree the lexer's regex compiler reuses; anything this check cannot
     settle as cheaply -- a parse error, a look-behind (``re.compile`` checks
     its width), a ``\\p{..}`` Lark rewrites before measuring -- answers True,
@@ -182,7 +182,7 @@ def _earley_would_refuse(terminals, rules, starts):
     """
     from lark.grammar import NonTerminal
     from lark.utils import categ_pattern
-    from cfgmask.automata.regex import parse_pattern
+    from cfgmask.automata import parse_pattern
 
     if len(set(rules)) != len(rules):
         return True
@@ -466,7 +466,7 @@ def check_expansion_size(rule_defs, instances, where="grammar"):
 
 def _has_top_level_bar(rx):
     """Whether the Python regex ``rx`` has a ``|`` outside every group and class."""
-    from cfgmask.automata.regex import unescaped_characters
+    from cfgmask.automata import unescaped_characters
     depth = 0
     for _, c in unescaped_characters(rx):
         if c == "(":

@@ -564,7 +564,7 @@ def _byte_class(byte_values):
 
 
 def _dfa(pattern, name):
-    from cfgmask.automata.regex import compile_regex
+    from cfgmask.automata import compile_regex
     return compile_regex(pattern, name=name)
 
 

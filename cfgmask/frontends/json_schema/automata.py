@@ -1,253 +1,77 @@
-"""Byte automata the regex pipeline does not build (fast), or cannot (set operations).
+"""Byte automata of JSON texts the regex pipeline does not build (fast), or cannot
+(set operations), on top of :mod:`cfgmask.automata`.
 
-Every function returns a :class:`~cfgmask.automata.regex.ByteDFA` with the invariants
+Every function returns a :class:`~cfgmask.automata.ByteDFA` with the invariants
 the lexer needs: start state 0, ``-1`` = dead, trimmed (every state can still
 reach an accepting state), no follow restrictions.  They are not always
 minimal; minimality only saves union-automaton states at run time.
 
-Each automaton is registered with :func:`cfgmask.automata.regex.remember_dfa` under a
+Each automaton is registered with :func:`cfgmask.automata.remember_dfa` under a
 pattern text that is an *exact* Python regex for its language, so a
 ``Grammar`` stays self-describing:
 
 * literal sets and length-bounded strings: plain regexes that
   ``compile_regex`` could also build (only slower), memoised;
-* intersections and differences: ``(?=(?:A)\\Z)(?:B)`` and
-  ``(?!(?:A)\\Z)(?:B)``, which Python's ``re`` reads exactly but the byte
-  pipeline refuses (general lookahead), so these are pinned for as long as
-  the grammar that uses them lives;
+* intersections and differences (:mod:`cfgmask.automata.setops`):
+  ``(?=(?:A)\\Z)(?:B)`` and ``(?!(?:A)\\Z)(?:B)``, which Python's ``re``
+  reads exactly but the byte pipeline refuses (general lookahead), so these
+  are pinned for as long as the grammar that uses them lives;
 * digit automata for ``multipleOf``: no compact regex exists, the pattern is
   a comment naming the language followed by ``(?!)`` (the empty language), so
   that a lost automaton fails closed.
 
-Why the direct constructions are exact is stated next to each one.
+The generic operations (:func:`product`, :func:`union`, :func:`intersect_all`,
+:func:`subtract`) are :mod:`cfgmask.automata.setops`'s, with its refusals
+turned into this front end's :class:`~.errors.Unsupported`.  Why the direct
+constructions are exact is stated next to each one.
 """
 
+import functools
 import json
 import re
 from functools import lru_cache
 
 import numpy as np
 
-from cfgmask.automata.regex import (ByteDFA, CountedDFA, _minimize_and_trim, _renumber_bfs, compile_regex, progress,
-                     remember_dfa)
+from cfgmask.automata import setops
+from cfgmask.automata import (ByteDFA, CountedDFA, compile_regex, progress, remember_dfa)
+from cfgmask.automata.setops import (empty_dfa, find_dfa, is_empty, keep_states, live_states,
+                                     register_dfa, trimmed_dfa)
+from cfgmask.cache import BoundedMemo
 from cfgmask.frontends.json_schema import strings as S
+from cfgmask.frontends.json_schema.errors import Unsupported
+
+__all__ = ["MAX_STATES", "bounded_string_dfa", "counted_string_dfa", "decimal_multiple_dfa",
+           "empty_dfa", "integer_multiple_dfa", "intersect_all", "is_empty", "json_char_dfa",
+           "literal_set_dfa", "min_length_string_dfa", "product", "product_table", "subtract",
+           "union"]
 
 _QUOTE = 0x22
 # the lexer's default per-terminal limit (compiler.Limits.max_terminal_states)
-MAX_STATES = 20_000
-_MINIMIZE_MAX_STATES = 300
+MAX_STATES = setops.PRODUCT_MAX_STATES
 
 
-# ------------------------------------------------------------------ basics
-
-def empty_dfa(pattern="(?!)"):
-    return ByteDFA(np.full((1, 256), -1, np.int32), np.zeros(1, bool), pattern=pattern)
-
-
-def is_empty(dfa):
-    return not bool(dfa.accepting.any())
-
-
-def _finish(trans, accepting, pattern, minimize=True):
-    """Trim, minimise (``minimize``, small ones) and renumber breadth-first from 0.
-
-    Minimising goes through the regex pipeline's own minimiser (byte
-    classes, Moore rounds finished by Hopcroft).  Minimality only saves
-    union-automaton states at run time, and Hopcroft's pure-Python rounds
-    cost about 5 ms per thousand states of a long product, so big ones are
-    only trimmed.
-    """
-    trans = np.asarray(trans, np.int32)
-    accepting = np.asarray(accepting, bool)
-    if minimize and len(accepting) <= _MINIMIZE_MAX_STATES:
-        no_follow = [0] * len(accepting)
-        trans, accepting, _ = _minimize_and_trim(trans, accepting, no_follow, moore_min_states=0)
-        if not accepting.any():
-            return empty_dfa(pattern)
-        trans, accepting, _ = _renumber_bfs(trans, accepting, no_follow[:len(accepting)])
-        return ByteDFA(trans, accepting, pattern=pattern)
-    live = _co_reachable(trans, accepting)
-    if not live[0]:
-        return empty_dfa(pattern)
-    return ByteDFA(_trimmed(trans, live), accepting[live], pattern=pattern)
+def _refusals_unsupported(operation):
+    """``operation`` with :mod:`cfgmask.automata.setops`' refusals raised as
+    :class:`Unsupported` (the keyword that made them, and why)."""
+    @functools.wraps(operation)
+    def run(*args, **kwargs):
+        try:
+            return operation(*args, **kwargs)
+        except setops.CountedOperand:
+            raise Unsupported("maxLength", "a counted maxLength cannot be combined with further "
+                              "constraints") from None
+        except setops.ProductTooLarge as e:
+            raise Unsupported("string", f"the automaton of the combined constraints would have "
+                              f"more than {e.limit} states") from None
+    return run
 
 
-def _trimmed(trans, live):
-    """``trans`` restricted to the ``live`` states (``live[0]`` true), renumbered
-    in order: every live state is reachable from 0 through live states, so
-    compacting keeps 0 first."""
-    new_id = np.where(live, np.cumsum(live) - 1, -1)
-    trans = np.where(trans >= 0, new_id[np.maximum(trans, 0)], -1)[live].astype(np.int32)
-    return np.ascontiguousarray(trans)
-
-
-def _co_reachable(trans, accepting):
-    n = trans.shape[0]
-    src, cols = np.nonzero(trans >= 0)
-    dst = trans[src, cols]
-    order = np.argsort(dst, kind="stable")
-    src_sorted = src[order]
-    starts = np.searchsorted(dst[order], np.arange(n + 1))
-    live = accepting.copy()
-    frontier = np.flatnonzero(live)
-    while frontier.size:
-        preds = np.concatenate([src_sorted[starts[s]:starts[s + 1]] for s in frontier.tolist()])
-        preds = np.unique(preds)
-        preds = preds[~live[preds]]
-        live[preds] = True
-        frontier = preds
-    return live
-
-
-def accepts(dfa, data):
-    return dfa.matches(data)
-
-
-# -------------------------------------------------------------- products
-
-def product(a, b, mode, pattern, minimize=True):
-    """``a`` and ``b`` (``"and"``), ``a`` and not ``b`` (``"minus"``) or either (``"or"``)."""
-    trans, accepting, _, _ = _product_table(a, b, mode)
-    return _finish(trans, accepting, pattern, minimize)
-
-
-def _product_table(a, b, mode):
-    """The reachable pairs of ``a`` x ``b``: ``(trans [n, 256], accepting, pa, pb)``,
-    pair ``i`` = (``pa[i]``, ``pb[i]``), an index ``a.n_states`` / ``b.n_states``
-    meaning "dead on that side"; not trimmed.
-
-    Built over the byte classes the two automata share (bytes that both send
-    the same way stay together), so each breadth-first level reads a few
-    columns instead of 256: a product of two digit automata has about 13.
-    """
-    if isinstance(a, CountedDFA) or isinstance(b, CountedDFA):
-        # its table alone is a superset of its language
-        from cfgmask.frontends.json_schema.errors import Unsupported
-        raise Unsupported("maxLength", "a counted maxLength cannot be combined with further "
-                          "constraints")
-    na, nb = a.n_states, b.n_states
-    ca, cb = a.column_class(), b.column_class()
-    _, reps, class_of = np.unique(ca.astype(np.int32) * 256 + cb, return_index=True,
-                                  return_inverse=True)
-    # explicit non-accepting sinks (index na / nb) stand for "dead on this side"
-    A = np.vstack([a.trans[:, reps], np.full((1, len(reps)), na, np.int32)])
-    A = np.where(A < 0, na, A)
-    B = np.vstack([b.trans[:, reps], np.full((1, len(reps)), nb, np.int32)])
-    B = np.where(B < 0, nb, B)
-    a_acc = np.concatenate([a.accepting, [False]])
-    b_acc = np.concatenate([b.accepting, [False]])
-    width = nb + 1
-    ids = {0: 0}
-    pa, pb = [0], [0]
-    rows = []
-    frontier = np.array([0], np.int64)
-    while frontier.size:
-        ta = A[np.asarray(pa, np.int64)[frontier]]
-        tb = B[np.asarray(pb, np.int64)[frontier]]
-        if mode == "and":
-            ok = (ta != na) & (tb != nb)
-        elif mode == "minus":
-            ok = ta != na
-        else:
-            ok = (ta != na) | (tb != nb)
-        codes = np.where(ok, ta.astype(np.int64) * width + tb, -1)
-        new = []
-        level, inverse = np.unique(codes, return_inverse=True)
-        level_ids = np.empty(len(level), np.int64)
-        for i, code in enumerate(level.tolist()):
-            if code < 0:
-                level_ids[i] = -1
-                continue
-            sid = ids.get(code)
-            if sid is None:
-                sid = ids[code] = len(pa)
-                pa.append(code // width)
-                pb.append(code % width)
-                new.append(sid)
-            level_ids[i] = sid
-        rows.append((frontier, level_ids[inverse.reshape(codes.shape)]))
-        frontier = np.asarray(new, np.int64)
-        if len(pa) > MAX_STATES:
-            from cfgmask.frontends.json_schema.errors import Unsupported
-            raise Unsupported("string", f"the automaton of the combined constraints would have more "
-                              f"than {MAX_STATES} states")
-    n = len(pa)
-    trans = np.full((n, len(reps)), -1, np.int32)
-    for fr, mapped in rows:
-        trans[fr] = mapped
-    trans = trans[:, class_of.ravel()]
-    pa, pb = np.asarray(pa), np.asarray(pb)
-    acc_a, acc_b = a_acc[pa], b_acc[pb]
-    if mode == "and":
-        accepting = acc_a & acc_b
-    elif mode == "minus":
-        accepting = acc_a & ~acc_b
-    else:
-        accepting = acc_a | acc_b
-    return trans, accepting, pa, pb
-
-
-def union(a, a_text, b, b_text, owner):
-    """``a`` or ``b``, registered under ``(?:A|B)`` (exact whenever A and B are)."""
-    text = f"(?:{a_text}|{b_text})"
-    cached = _lookup(text)
-    if cached is None:
-        cached = product(a, b, "or", text)
-    _pin(text, cached, owner)
-    return cached, text
-
-
-def intersect_all(dfas, texts, owner):
-    """Intersection of ``dfas`` (``texts`` their patterns), pinned under an exact lookahead text."""
-    if len(dfas) == 1:
-        return dfas[0], texts[0]
-    text = "".join(f"(?=(?:{t})\\Z)" for t in texts[1:]) + f"(?:{texts[0]})"
-    cached = _lookup(text)
-    if cached is not None:
-        _pin(text, cached, owner)
-        return cached, text
-    dfa = dfas[0]
-    for other in dfas[1:]:
-        dfa = product(dfa, other, "and", text)
-    _pin(text, dfa, owner)
-    return dfa, text
-
-
-def subtract(a, a_text, b, b_text, owner):
-    """``a`` minus ``b``, pinned under ``(?!(?:B)\\Z)(?:A)``."""
-    text = f"(?!(?:{b_text})\\Z)(?:{a_text})"
-    cached = _lookup(text)
-    if cached is None:
-        cached = product(a, b, "minus", text)
-    _pin(text, cached, owner)
-    return cached, text
-
-
-# Results of set operations, keyed by their (exact) pattern text, so that the
-# same intersection or difference is computed once per process.  Bounded.
-_SETOP_CACHE = {}
-_SETOP_CACHE_SIZE = 1024
-
-
-def _lookup(text):
-    from cfgmask.automata import regex
-    entry = regex._DFA_PINNED.get(text)
-    if entry is not None:
-        return entry[0]
-    hit = _SETOP_CACHE.get(text)
-    if hit is not None:
-        return hit
-    return regex._DFA_MEMO.get(text)
-
-
-def _pin(text, dfa, owner):
-    if len(_SETOP_CACHE) >= _SETOP_CACHE_SIZE:
-        del _SETOP_CACHE[next(iter(_SETOP_CACHE))]
-    _SETOP_CACHE[text] = dfa
-    if owner is None:
-        remember_dfa(text, dfa)
-    else:
-        owner.append((text, dfa))
+product = _refusals_unsupported(setops.product)
+product_table = _refusals_unsupported(setops.product_table)
+union = _refusals_unsupported(setops.union)
+intersect_all = _refusals_unsupported(setops.intersect_all)
+subtract = _refusals_unsupported(setops.subtract)
 
 
 # ------------------------------------------------- JSON string constructions
@@ -281,7 +105,7 @@ def bounded_string_dfa(lo, hi, quoted=True, canonical=False):
     """
     C = S.json_char(canonical)
     text = f'"{C}{{{lo},{hi}}}"' if quoted else f'{C}{{{lo},{hi}}}'
-    cached = _lookup(text)
+    cached = find_dfa(text)
     if cached is not None:
         return cached, text
     gtrans, gfinal = json_char_dfa(canonical)
@@ -298,7 +122,7 @@ def bounded_string_dfa(lo, hi, quoted=True, canonical=False):
             layer = np.where(gtrans == gfinal, nxt, layer)
             trans[base:base + k] = layer
             accepting[base] = i >= lo
-        dfa = _finish(trans, accepting, text, minimize=False)
+        dfa = trimmed_dfa(trans, accepting, text, minimize=False)
         remember_dfa(text, dfa)
         return dfa, text
     return _quoted_layers(lo, hi, False, text, gtrans, gfinal), text
@@ -324,7 +148,7 @@ def _quoted_layers(lo, hi, loop_last, text, gtrans, gfinal):
             trans[base, _QUOTE] = 1
     accepting = np.zeros(n, bool)
     accepting[1] = True
-    dfa = _finish(trans, accepting, text, minimize=False)
+    dfa = trimmed_dfa(trans, accepting, text, minimize=False)
     remember_dfa(text, dfa)
     return dfa
 
@@ -338,7 +162,7 @@ def min_length_string_dfa(lo, canonical=False):
     """
     C = S.json_char(canonical)
     text = f'"{C}{{{lo},}}"'
-    cached = _lookup(text)
+    cached = find_dfa(text)
     if cached is not None:
         return cached, text
     gtrans, gfinal = json_char_dfa(canonical)
@@ -368,7 +192,7 @@ def _char_position_dfa(canonical):
 
 def counted_string_dfa(dfa, text, hi, canonical, owner):
     """The strings of ``dfa`` (quoted JSON strings) whose value has at most ``hi``
-    characters, as a :class:`~cfgmask.automata.regex.CountedDFA`: the length is a
+    characters, as a :class:`~cfgmask.automata.CountedDFA`: the length is a
     counter the lexer steps, not a product automaton (which needs a state
     per (state, length) pair: 500,000 for "at most 100 words" and
     ``maxLength`` 5000).  Pinned under ``(?#cfgmask: counted)(?=(?:"C{0,hi}")\\Z)(?:TEXT)``.
@@ -382,24 +206,27 @@ def counted_string_dfa(dfa, text, hi, canonical, owner):
     # the comment keeps this text apart from the product automaton's (the same regex
     # otherwise): set operations look automata up by text and must never meet a counter
     pattern = f'(?#cfgmask: counted)(?=(?:"{C}{{0,{hi}}}")\\Z)(?:{text})'
-    cached = _lookup(pattern)
+    cached = find_dfa(pattern)
     if cached is None:
         pos, done = _char_position_dfa(canonical)
-        trans, accepting, _, pb = _product_table(dfa, pos, "and")
-        live = _co_reachable(trans, accepting)
+        trans, accepting, _, pb = product_table(dfa, pos, "and")
+        live = live_states(trans, accepting)
         if not live[0]:
             cached = empty_dfa(pattern)
         else:
             try:
-                cached = CountedDFA(_trimmed(trans, live), accepting[live], pb[live] == done, hi,
+                cached = CountedDFA(keep_states(trans, live), accepting[live], pb[live] == done, hi,
                                     pattern=pattern)
             except ValueError as e:
-                from cfgmask.frontends.json_schema.errors import Unsupported
                 raise Unsupported("maxLength", str(e)) from None
             if cached.min_chars[0] > hi:
                 cached = empty_dfa(pattern)
-    _pin(pattern, cached, owner)
+    register_dfa(pattern, cached, owner)
     return cached, pattern
+
+
+# RFC 8259's two-character escapes: code point -> the byte after the backslash
+_SHORT_ESCAPE_LETTERS = {ord(json.loads(f'"\\{e}"')): ord(e) for e in '"\\/bfnrt'}
 
 
 @lru_cache(maxsize=65536)
@@ -412,9 +239,9 @@ def _spellings(c, canonical=False):
     out = []
     if not (cp < 0x20 or cp in (0x22, 0x5C)):
         out.append(tuple((b,) for b in c.encode("utf-8")))
-    short = S._SHORT_ESCAPES.get(cp)
+    short = _SHORT_ESCAPE_LETTERS.get(cp)
     if short is not None:
-        out.append(((0x5C,), (ord(short[-1]),)))
+        out.append(((0x5C,), (short,)))
 
     def hex_sets(v):
         return tuple(tuple(sorted({ord(ch), ord(ch.upper())})) for ch in f"{v:04x}")
@@ -441,19 +268,17 @@ def literal_set_dfa(values, complement=False, canonical=False):
     clean-up pass is needed.
     """
     key = (tuple(sorted(set(values))), complement, canonical)
-    hit = _LITERAL_CACHE.get(key)
+    hit = _LITERAL_MEMO.get(key)
     if hit is not None:
         if not complement:
             remember_dfa(hit[1], hit[0])  # (again: the memo may have dropped it)
         return hit  # complements: the caller pins them
     res = _literal_set_dfa(list(key[0]), complement, canonical)
-    if len(_LITERAL_CACHE) >= _SETOP_CACHE_SIZE:
-        del _LITERAL_CACHE[next(iter(_LITERAL_CACHE))]
-    _LITERAL_CACHE[key] = res
+    _LITERAL_MEMO.put(key, res)
     return res
 
 
-_LITERAL_CACHE = {}
+_LITERAL_MEMO = BoundedMemo(1024, order="fifo")   # (values, complement, canonical) -> (dfa, text)
 # characters that canonical JSON writes as themselves, one byte each
 _PLAIN_KEY = re.compile(r'[\x20\x21\x23-\x5b\x5d-\x7e]*')
 # a plain character's canonical spelling in a pattern (itself, escaped where regex needs it)
@@ -467,7 +292,7 @@ def _plain_chain_dfa(value):
     new schema builds one per property name, so it is built directly (about
     20 us) rather than through the general path (about 40 us)."""
     text = '"(?:' + value.translate(_PLAIN_TEXT) + ')"'
-    cached = _lookup(text)
+    cached = find_dfa(text)
     if cached is not None:
         return cached, text
     raw = value.encode("ascii")
@@ -492,15 +317,14 @@ def _plain_chain_dfa(value):
 def _literal_set_dfa(values, complement, canonical):
     if canonical and not complement and len(values) == 1 and _PLAIN_KEY.fullmatch(values[0]):
         return _plain_chain_dfa(values[0])
-    for v in values:
-        S._check_scalar_values(v)
+    bodies = [S.literal_text(v, canonical)[1:-1] for v in values]   # refuses lone surrogates
     any_text = S.any_string(canonical)
     if complement and not values:
         return compile_regex(any_text, name="string"), any_text
-    body = "|".join(S.literal_body(v, canonical) for v in values) if values else "(?!)"
+    body = "|".join(bodies) if values else "(?!)"
     lit_text = f'"(?:{body})"'
     text = f'(?!{lit_text}\\Z){any_text}' if complement else lit_text
-    cached = _lookup(text)
+    cached = find_dfa(text)
     if cached is not None:
         return cached, text
     gtrans, gfinal = json_char_dfa(canonical)
@@ -622,12 +446,12 @@ def _digits_mod_dfa(k, allow_negative=True):
 def integer_multiple_dfa(k, range_dfa, range_text, owner, description):
     """Integer texts in ``range_dfa``'s language that are multiples of ``k``."""
     text = f"(?#cfgmask automaton: {description})(?!)"
-    cached = _lookup(text)
+    cached = find_dfa(text)
     if cached is None:
         trans, acc = _digits_mod_dfa(k)
         mod = ByteDFA(trans, acc, pattern=text)
         cached = product(range_dfa, mod, "and", text)
-    _pin(text, cached, owner)
+    register_dfa(text, cached, owner)
     return cached, text
 
 
@@ -669,9 +493,9 @@ def _decimal_mod_dfa(p, j):
 def decimal_multiple_dfa(p, j, range_dfa, owner, description):
     """Plain decimals of ``range_dfa`` whose value is a multiple of ``p * 10**-j``."""
     text = f"(?#cfgmask automaton: {description})(?!)"
-    cached = _lookup(text)
+    cached = find_dfa(text)
     if cached is None:
         trans, acc = _decimal_mod_dfa(p, j)
         cached = product(range_dfa, ByteDFA(trans, acc, pattern=text), "and", text)
-    _pin(text, cached, owner)
+    register_dfa(text, cached, owner)
     return cached, text

@@ -79,7 +79,7 @@ class Budget:
 @contextlib.contextmanager
 def active(budget):
     """Let long automaton constructions (``regex`` subset construction) check the deadline."""
-    from cfgmask.automata import regex
+    from cfgmask import automata as regex
     old = getattr(regex.progress, "hook", None)
     regex.progress.hook = budget.check_time if budget.deadline is not None else None
     try:

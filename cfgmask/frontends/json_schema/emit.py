@@ -29,7 +29,7 @@ import json
 
 from cfgmask.errors import CompileBudgetExceeded, GrammarError
 from cfgmask.grammar import Grammar
-from cfgmask.automata.regex import compile_regex, remember_dfa
+from cfgmask.automata import compile_regex, remember_dfa
 from cfgmask.frontends.json_schema import automata as A
 from cfgmask.frontends.json_schema import numbers as N
 from cfgmask.frontends.json_schema import strings as S

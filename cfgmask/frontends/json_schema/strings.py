@@ -34,7 +34,7 @@ import re
 from functools import lru_cache
 
 from cfgmask.automata import unicode_tables as ut
-from cfgmask.automata.regex import _sre_parse
+from cfgmask.automata import sre_parse as _sre_parse
 from cfgmask.frontends.json_schema.errors import Unsupported
 
 _C = _sre_parse

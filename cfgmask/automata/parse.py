@@ -1,0 +1,245 @@
+"""Python regex syntax: parse trees, flags, and the code points of one character.
+
+Everything the automata take from a regex's *text* lives here, read with
+Python's own parser (``re._parser``, exported as :data:`sre_parse`), so that
+syntax, flags and classes mean exactly what they mean to ``re``:
+
+* the parser's opcodes (``LITERAL``, ``IN``, ``BRANCH``, ...) and flags;
+* :func:`char_ranges`: the code points one character node matches under the
+  flags in force (case folding and ``\\d \\w \\s`` asked of ``re`` itself,
+  :mod:`~cfgmask.automata.unicode_tables`); :func:`one_char_ranges` for a
+  sub-pattern that is one character from a set;
+* :func:`repeat_classes`: the one-character classes a pattern repeats;
+* :func:`parse_pattern` / :func:`parsed_pattern`: a bounded memo of parse
+  trees, so that a pattern the grammar loader checked is not parsed again.
+
+Invariants: a code point set is a tuple of sorted, disjoint, non-adjacent
+``(lo, hi)`` ranges without surrogates (:mod:`~cfgmask.automata.unicode_tables`);
+parse trees are only read, never changed; :func:`escape_code_point` and
+:func:`class_regex` write text that ``re`` parses back to the same code points.
+"""
+
+from functools import lru_cache
+
+from cfgmask.automata import unicode_tables as ut
+from cfgmask.cache import BoundedMemo
+
+try:  # Python >= 3.11
+    from re import _parser as sre_parse
+except ImportError:  # pragma: no cover - older Pythons
+    import sre_parse
+
+_C = sre_parse  # opcodes and flags are re-exported by the parser module
+LITERAL, NOT_LITERAL, ANY, IN = _C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN
+RANGE, NEGATE, CATEGORY = _C.RANGE, _C.NEGATE, _C.CATEGORY
+BRANCH, SUBPATTERN = _C.BRANCH, _C.SUBPATTERN
+MAX_REPEAT, MIN_REPEAT, MAXREPEAT = _C.MAX_REPEAT, _C.MIN_REPEAT, _C.MAXREPEAT
+AT, ASSERT, ASSERT_NOT = _C.AT, _C.ASSERT, _C.ASSERT_NOT
+GROUPREF, GROUPREF_EXISTS = _C.GROUPREF, _C.GROUPREF_EXISTS
+POSSESSIVE_REPEAT = getattr(_C, "POSSESSIVE_REPEAT", None)  # 3.11+
+ATOMIC_GROUP = getattr(_C, "ATOMIC_GROUP", None)  # 3.11+
+
+FLAG_IGNORECASE = _C.SRE_FLAG_IGNORECASE
+FLAG_DOTALL = _C.SRE_FLAG_DOTALL
+FLAG_ASCII = _C.SRE_FLAG_ASCII
+TYPE_FLAGS = _C.TYPE_FLAGS
+
+_CATEGORY_ESCAPES = {
+    _C.CATEGORY_DIGIT: r"\d", _C.CATEGORY_NOT_DIGIT: r"\D",
+    _C.CATEGORY_SPACE: r"\s", _C.CATEGORY_NOT_SPACE: r"\S",
+    _C.CATEGORY_WORD: r"\w", _C.CATEGORY_NOT_WORD: r"\W",
+}
+
+ANCHOR_NAMES = {
+    _C.AT_BEGINNING: "^", _C.AT_BEGINNING_STRING: "\\A",
+    _C.AT_END: "$", _C.AT_END_STRING: "\\Z",
+    _C.AT_BOUNDARY: "\\b", _C.AT_NON_BOUNDARY: "\\B",
+}
+
+# ---------------------------------------------------------------------------
+# Character nodes -> sets of code points
+# ---------------------------------------------------------------------------
+
+def escape_code_point(code_point: int) -> str:
+    """``code_point`` as a regex escape (``\\Uxxxxxxxx``), valid inside and outside a class."""
+    return f"\\U{code_point:08x}"
+
+
+def _render_char_node(op, av) -> str:
+    """Regex text for one character node, re-parsed by ``re`` into the same node."""
+    if op is LITERAL:
+        return escape_code_point(av)
+    if op is NOT_LITERAL:
+        return "[^" + escape_code_point(av) + "]"
+    parts = []
+    for item_op, item_av in av:
+        if item_op is NEGATE:
+            parts.append("^")
+        elif item_op is LITERAL:
+            parts.append(escape_code_point(item_av))
+        elif item_op is RANGE:
+            parts.append(escape_code_point(item_av[0]) + "-" + escape_code_point(item_av[1]))
+        elif item_op is CATEGORY:
+            parts.append(_CATEGORY_ESCAPES[item_av])
+        else:  # pragma: no cover - the parser emits nothing else in a class
+            raise ValueError(f"unexpected class item {item_op}")
+    if len(av) == 1 and av[0][0] is LITERAL:
+        # "[x]" would be re-parsed as a plain literal; "[xx]" stays a class.
+        parts.append(parts[0])
+    return "[" + "".join(parts) + "]"
+
+
+@lru_cache(maxsize=4096)
+def char_ranges(op, av, flags) -> tuple:
+    """The code points one character node matches under ``flags``."""
+    if op is ANY:
+        return ut.UNIVERSE if flags & FLAG_DOTALL else ut.complement(((0x0A, 0x0A),))
+    if flags & FLAG_IGNORECASE:
+        # Case folding has many special cases (Kelvin sign, long s, Turkish
+        # dotted I, non-BMP ranges, classes with categories): ask Python.
+        return ut.scan_ranges(_render_char_node(op, av),
+                              flags & (FLAG_IGNORECASE | FLAG_ASCII))
+    if op is LITERAL:
+        return ut.normalize(((av, av),))
+    if op is NOT_LITERAL:
+        return ut.complement(((av, av),))
+    negate = False
+    ranges = []
+    for item_op, item_av in av:
+        if item_op is NEGATE:
+            negate = True
+        elif item_op is LITERAL:
+            ranges.append((item_av, item_av))
+        elif item_op is RANGE:
+            ranges.append(item_av)
+        else:  # CATEGORY: \d \w \s and negations, Unicode or ASCII meaning
+            ranges.extend(ut.scan_ranges(_CATEGORY_ESCAPES[item_av], flags & FLAG_ASCII))
+    return ut.complement(ranges) if negate else ut.normalize(ranges)
+
+
+def one_char_ranges(subpattern, flags):
+    """The code points of ``subpattern`` if it matches exactly the strings of
+    one character from a set (a literal, a class, an alternation of those,
+    possibly grouped); otherwise ``None``."""
+    if len(subpattern) != 1:
+        return None
+    op, av = subpattern[0]
+    if op in (LITERAL, NOT_LITERAL, ANY):
+        return char_ranges(op, av, char_flags(flags))
+    if op is IN:
+        return char_ranges(op, tuple(av), char_flags(flags))
+    if op is SUBPATTERN:
+        _group, add_flags, del_flags, body = av
+        return one_char_ranges(body, combine_flags(flags, add_flags, del_flags))
+    if op is BRANCH:
+        parts = [one_char_ranges(alternative, flags) for alternative in av[1]]
+        return None if any(part is None for part in parts) else ut.union(*parts)
+    if (op is MAX_REPEAT or op is MIN_REPEAT) and av[0] == av[1] == 1:
+        return one_char_ranges(av[2], flags)
+    return None
+
+
+def combine_flags(flags, add_flags, del_flags):
+    """The flags inside a group ``(?add-del:...)`` entered with ``flags``."""
+    # Same rule as re._compiler: a scoped (?a) / (?u) replaces the type flag.
+    if add_flags & TYPE_FLAGS:
+        flags &= ~TYPE_FLAGS
+    return (flags | add_flags) & ~del_flags
+
+
+def char_flags(flags):
+    """The flags a character node's meaning depends on (better cache hits)."""
+    return flags & (FLAG_IGNORECASE | FLAG_DOTALL | FLAG_ASCII)
+
+
+def unescaped_characters(pattern: str, start: int = 0):
+    """Yield ``(index, character)`` for each character of the regex text
+    ``pattern`` from ``start`` on that is neither escaped nor inside a
+    character class (escapes and whole classes are skipped), so that callers
+    can track group depth and find a top-level ``|`` on the text alone."""
+    i, n = start, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":   # a "]" first in a class is literal
+                i += 1
+            while i < n and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+            i += 1
+            continue
+        yield i, c
+        i += 1
+
+
+PARSE_MEMO = BoundedMemo(512, order="fifo")   # pattern -> re._parser.SubPattern, parsed ahead
+
+
+def parse_pattern(pattern: str):
+    """``re._parser.parse(pattern, 0)``, kept for the next :func:`~cfgmask.automata.compile_regex` of ``pattern``.
+
+    The grammar loader parses every terminal's regex to check it (syntax and
+    width, as Lark's Earley frontend did); ``compile_regex`` then takes
+    that tree (once: :func:`parsed_pattern` drops it when used, and the oldest
+    of the 512 unused ones in :data:`PARSE_MEMO` go first) instead of running
+    Python's regex parser a second time.  Errors are not kept.  The trees are
+    only read (``getwidth`` caches its answer on the node, as ``re`` itself does).
+    """
+    parsed = PARSE_MEMO.get(pattern)
+    if parsed is None:
+        parsed = sre_parse.parse(pattern, 0)
+        PARSE_MEMO.put(pattern, parsed)
+    return parsed
+
+
+def parsed_pattern(pattern: str):
+    """The tree :func:`parse_pattern` kept for ``pattern`` (taken out of the memo),
+    else ``re._parser.parse(pattern, 0)``; raises what the parser raises."""
+    return PARSE_MEMO.pop(pattern, None) or sre_parse.parse(pattern, 0)
+
+
+def repeat_classes(pattern):
+    """``(code point ranges, max_count)`` of every repeat of one character class in
+    ``pattern`` (``max_count`` None when unbounded), from Python's own parser;
+    empty when the pattern does not parse."""
+    out = []
+    try:
+        parsed = sre_parse.parse(pattern, 0)
+    except Exception:
+        return out
+
+    def visit(sub, flags):
+        for op, av in sub:
+            if op in (MAX_REPEAT, MIN_REPEAT):
+                lo, hi, body = av
+                ranges = one_char_ranges(body, flags)
+                if ranges is None and len(body) == 1 and body[0][0] is SUBPATTERN:
+                    body = body[0][1][3]
+                if ranges is None and len(body) == 1 and body[0][0] is BRANCH:
+                    # (?:[^"\\]|\\.)*: take the one-character alternatives
+                    parts = [one_char_ranges(alt, flags) for alt in body[0][1][1]]
+                    parts = [p for p in parts if p]
+                    ranges = ut.union(*parts) if parts else None
+                if ranges and hi != 1:
+                    out.append((tuple(ranges), None if hi == MAXREPEAT else int(hi)))
+                visit(body, flags)
+            elif op is SUBPATTERN:
+                _g, add, dele, body = av
+                visit(body, combine_flags(flags, add, dele))
+            elif op is BRANCH:
+                for alt in av[1]:
+                    visit(alt, flags)
+
+    visit(parsed, parsed.state.flags)
+    return out
+
+
+def class_regex(ranges):
+    """A regex character class for the code point ranges ``ranges``."""
+    esc = escape_code_point
+    return "[" + "".join(esc(a) if a == b else esc(a) + "-" + esc(b) for a, b in ranges) + "]"
