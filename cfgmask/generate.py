@@ -39,6 +39,7 @@ import bisect
 import inspect
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -353,9 +354,10 @@ class _Model:
 
 # --------------------------------------------------------------- the loop
 
-def generate(model, tokenizer, grammar, prompt, *, max_new_tokens, temperature=0.0, seed=None,
-             jump_forward=True, system=None, chat_template=True, repetition_penalty=1.0,
-             eos_token_id=None):
+def generate(model: Any, tokenizer: Any, grammar: str | Grammar | CompiledGrammar | None,
+             prompt: Any, *, max_new_tokens: int, temperature: float = 0.0, seed: int | None = None,
+             jump_forward: bool = True, system: str | None = None, chat_template: bool = True,
+             repetition_penalty: float = 1.0, eos_token_id: int | list[int] | None = None) -> GenerateResult:
     """Generate one constrained output with jump-forward decoding.
 
     Parameters

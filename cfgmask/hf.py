@@ -56,7 +56,10 @@ CPU, Triton opt-in on CUDA; re-exported here with :func:`unpack_bitmask` and
 :func:`triton_available`).
 """
 
+from __future__ import annotations
+
 import time
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 import torch
@@ -70,6 +73,9 @@ try:  # transformers is optional: the processor is a plain callable either way
     from transformers import LogitsProcessor as _LogitsProcessorBase
 except ImportError:  # pragma: no cover
     _LogitsProcessorBase = object
+
+if TYPE_CHECKING:
+    from cfgmask.engine.compiler import CompiledGrammar, Matcher
 
 __all__ = ["GrammarLogitsProcessor", "apply_token_bitmask_", "unpack_bitmask", "triton_available"]
 
@@ -132,8 +138,10 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         (tokens undone by them).
     """
 
-    def __init__(self, compiled, batch_size=None, eos_token_id=None, pad_token_id=None, *,
-                 kernel="auto", check_rows=True, track_stats=False):
+    def __init__(self, compiled: CompiledGrammar, batch_size: int | None = None,
+                 eos_token_id: int | Iterable[int] | None = None,
+                 pad_token_id: int | Iterable[int] | None = None, *,
+                 kernel: str = "auto", check_rows: bool = True, track_stats: bool = False) -> None:
         if not hasattr(compiled, "matcher") or not hasattr(compiled, "vocab"):
             raise ConfigurationError(
                 f"GrammarLogitsProcessor needs a cfgmask.CompiledGrammar, got {type(compiled).__name__}")
@@ -153,7 +161,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         self.reset()
 
     # ---- state ---------------------------------------------------------
-    def reset(self):
+    def reset(self) -> None:
         """Forget the current generation; the next call starts a new one.
 
         Call it between two ``generate`` calls that share this processor (or
@@ -168,21 +176,21 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
                       "overruled": 0, "overrule_checked": 0, "resyncs": 0, "rolled_back": 0}
 
     @property
-    def prompt_len(self):
+    def prompt_len(self) -> int:
         return self._prompt_len
 
     @property
-    def matchers(self):
+    def matchers(self) -> list[Matcher] | None:
         """One :class:`~cfgmask.Matcher` per row of the generation being followed (``None`` before it)."""
         return None if self._rows is None else [row.matcher for row in self._rows]
 
     @property
-    def finished(self):
+    def finished(self) -> list[bool] | None:
         """Per row: it consumed EOS, or ``generate`` stopped it (then only EOS/pad may follow)."""
         return None if self._rows is None else [row.end is not None for row in self._rows]
 
     @property
-    def stopped(self):
+    def stopped(self) -> list[bool] | None:
         """Per row: ``generate`` stopped it (an end id the grammar did not allow) before the grammar completed."""
         return None if self._rows is None else [row.stopped for row in self._rows]
 
@@ -293,7 +301,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         return self._host_np
 
     # ---- the call ------------------------------------------------------
-    def __call__(self, input_ids, scores):
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         if not isinstance(input_ids, torch.Tensor) or not isinstance(scores, torch.Tensor):
             raise ConfigurationError(
                 f"expected torch tensors input_ids and scores, got {type(input_ids).__name__} and "
@@ -368,7 +376,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         return scores
 
     # ---- results -------------------------------------------------------
-    def finish(self, sequences):
+    def finish(self, sequences: Any) -> list[tuple[bytes, bool]]:
         """Consume the last column of ``generate``'s output, which no processor call saw.
 
         ``generate`` stops right after appending the final token (EOS or the
@@ -391,7 +399,7 @@ class GrammarLogitsProcessor(_LogitsProcessorBase):
         self._ids = sequences.detach().clone()
         return self.outputs()
 
-    def outputs(self):
+    def outputs(self) -> list[tuple[bytes, bool]]:
         """Per row: ``(bytes consumed, complete)``; complete means EOS was consumed by the grammar."""
         if self._rows is None:
             return []

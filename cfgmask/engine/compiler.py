@@ -15,10 +15,13 @@ A :class:`Matcher` is one decoding in progress.  Its methods are the public
 API of docs/architecture.md ("Public API").
 """
 
+from __future__ import annotations
+
 import os
 import sys
 import threading
 import time
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -28,6 +31,7 @@ from cfgmask._fast._matcher import MatcherCore, fill_rows as _fill_rows
 from cfgmask._fast._runtime import Runtime
 from cfgmask.errors import BudgetExceeded, ConfigurationError, DeadEnd, TokenRejected
 from cfgmask.grammar import Grammar
+from cfgmask.engine import slices as _slices
 from cfgmask.engine.lexer import LexerSpec
 from cfgmask.engine.vocab import Vocabulary
 
@@ -52,9 +56,9 @@ class Limits:
     (counted, never refused).  See docs/reliability.md.
     """
 
-    def __init__(self, max_items_per_row=100_000, max_lexer_states=200_000,
-                 max_terminal_states=20_000, max_cache_bytes=256 << 20,
-                 max_matcher_bytes=256 << 20):
+    def __init__(self, max_items_per_row: int = 100_000, max_lexer_states: int = 200_000,
+                 max_terminal_states: int = 20_000, max_cache_bytes: int = 256 << 20,
+                 max_matcher_bytes: int = 256 << 20) -> None:
         self.max_items_per_row = _positive_limit("max_items_per_row", max_items_per_row)
         self.max_lexer_states = _positive_limit("max_lexer_states", max_lexer_states)
         self.max_terminal_states = _positive_limit("max_terminal_states", max_terminal_states)
@@ -110,7 +114,9 @@ def _token_id(x, what="token id"):
         f"got {type(x).__name__} ({x!r:.40})")
 
 
-def compile(grammar, vocab, *, limits=None, progress=None, slices=True):
+def compile(grammar: Grammar | str, vocab: Vocabulary, *, limits: Limits | None = None,
+            progress: Callable[[str], Any] | None = None,
+            slices: bool | str | dict = True) -> CompiledGrammar:
     """Compile ``grammar`` against ``vocab`` into a shareable :class:`CompiledGrammar`.
 
     ``grammar`` is a :class:`Grammar` (or Lark grammar text), ``vocab`` a
@@ -243,7 +249,6 @@ class CompiledGrammar:
         # forest nodes (checked on every fill while pending: two attributes)
         self._slices_pending = when == "lazy"
         if when == "eager":
-            from cfgmask.engine import slices as _slices
             self._slices = _slices.for_grammar(grammar, self.lexer_spec, p, **self._slice_options)
         if self._slice_state == 2:
             self._slice_done.set()
@@ -264,7 +269,7 @@ class CompiledGrammar:
                        tables, self.limits.max_cache_bytes)
 
     @property
-    def slices(self):
+    def slices(self) -> _slices.SliceTables | None:
         """The :class:`cfgmask.engine.slices.SliceTables` in use, or None (slices off, or
         their build failed: :attr:`slice_error`).  With lazy slices this waits
         until they are published (building them now if nothing has started)."""
@@ -272,11 +277,11 @@ class CompiledGrammar:
             self.wait_slices()
         return self._slices
 
-    def slices_ready(self):
+    def slices_ready(self) -> bool:
         """True once lazy slices are published (or will never be: off, failed)."""
         return self._slice_done.is_set()
 
-    def wait_slices(self, timeout=None):
+    def wait_slices(self, timeout: float | None = None) -> bool:
         """Publish the lazy slices: build them in this thread if no build has
         started, else wait up to ``timeout`` seconds for the one running.
         Returns :meth:`slices_ready`."""
@@ -313,7 +318,6 @@ class CompiledGrammar:
         self._slices_pending = False
         t0 = time.perf_counter()
         try:
-            from cfgmask.engine import slices as _slices
             tables = _slices.for_grammar(self.grammar, self.lexer_spec, self.prepared, **self._slice_options)
             rt = self._new_runtime(tables)
             old = self._runtime
@@ -330,26 +334,27 @@ class CompiledGrammar:
             self._slice_done.set()
 
     @property
-    def vocab_size(self):
+    def vocab_size(self) -> int:
         return self.vocab.vocab_size
 
     @property
-    def bitmask_words(self):
+    def bitmask_words(self) -> int:
         """Number of int32 words per bitmask row: ``ceil(vocab_size / 32)``."""
         return (self.vocab.vocab_size + 31) // 32
 
-    def matcher(self):
+    def matcher(self) -> Matcher:
         """A fresh :class:`Matcher` at the start of a document."""
         return Matcher(self)
 
-    def allocate_bitmask(self, batch=1):
+    def allocate_bitmask(self, batch: int = 1) -> np.ndarray:
         """A zeroed ``int32 [batch, ceil(V/32)]`` array in the layout :meth:`Matcher.fill_bitmask` writes."""
         batch = _token_id(batch, "batch")
         if batch < 1:
             raise ConfigurationError(f"batch must be at least 1, got {batch}")
         return np.zeros((batch, self.bitmask_words), dtype=np.int32)
 
-    def fill_bitmasks(self, matchers, bitmask, *, n_threads=None):
+    def fill_bitmasks(self, matchers: Sequence[Matcher | None], bitmask: Any, *,
+                      n_threads: int | None = None) -> None:
         """Fill row ``i`` of ``bitmask`` for ``matchers[i]`` (``None`` rows are left alone).
 
         The rows are filled without the GIL on up to ``n_threads`` threads
@@ -390,7 +395,7 @@ class CompiledGrammar:
             raise DeadEnd(f"row {dead}: no token is allowed after {core.prefix()[-80:]!r}",
                           state=core.describe(), prefix=core.prefix())
 
-    def cache_stats(self):
+    def cache_stats(self) -> dict:
         return self._runtime.cache_stats()
 
     def __repr__(self):
@@ -429,7 +434,7 @@ class Matcher:
         self._eos_extra = _eos_extra  # EOS ids consumed after the matcher finished
 
     # ---- masks ----------------------------------------------------------
-    def fill_bitmask(self, bitmask, row=0):
+    def fill_bitmask(self, bitmask: Any, row: int = 0) -> None:
         """Write the allowed-token mask into ``bitmask[row]`` (int32, bit ``t & 31`` of word ``t >> 5``).
 
         ``bitmask`` is a C-contiguous numpy int32 array ``[B, W]`` or ``[W]``
@@ -455,7 +460,7 @@ class Matcher:
                 f"(state {self._core.describe()}): the vocabulary cannot continue this prefix",
                 state=self._core.describe(), prefix=self._core.prefix())
 
-    def allowed_tokens(self):
+    def allowed_tokens(self) -> np.ndarray:
         """The allowed token ids as a sorted numpy int32 array."""
         buf = np.zeros(self._words, dtype=np.int32)
         self.fill_bitmask(buf)
@@ -464,7 +469,7 @@ class Matcher:
         return ids
 
     # ---- state changes ---------------------------------------------------
-    def consume(self, token_id):
+    def consume(self, token_id: int) -> None:
         """Advance by one token; raises :class:`TokenRejected` (state unchanged) if it is not allowed."""
         tok = _token_id(token_id)
         if not self._try(tok):
@@ -474,7 +479,7 @@ class Matcher:
                                                      if self._core.is_finished() else ""),
                 token_id=tok, position=self.n_consumed)
 
-    def consume_many(self, token_ids):
+    def consume_many(self, token_ids: Any) -> None:
         """Consume several tokens; on a rejection the tokens before it stay consumed and it raises."""
         if isinstance(token_ids, (str, bytes, bytearray)):
             raise ConfigurationError(f"consume_many needs token ids, not {type(token_ids).__name__} "
@@ -489,7 +494,7 @@ class Matcher:
         for t in it:
             self.consume(t)
 
-    def try_consume(self, token_id):
+    def try_consume(self, token_id: int) -> bool:
         """Like :meth:`consume` but returns False instead of raising (a bad id type still raises)."""
         return self._try(_token_id(token_id))
 
@@ -503,13 +508,13 @@ class Matcher:
             return False
         return self._core.try_consume(tok)
 
-    def consume_bytes(self, data):
+    def consume_bytes(self, data: bytes | bytearray | memoryview) -> int:
         """Push raw bytes (not tokens); returns how many were accepted. For tests and tools."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise ConfigurationError(f"consume_bytes needs bytes, got {type(data).__name__}")
         return self._core.consume_bytes(np.frombuffer(bytes(data), dtype=np.uint8))
 
-    def rollback(self, n_tokens):
+    def rollback(self, n_tokens: int) -> None:
         """Undo the last ``n_tokens`` consumed tokens (EOS included, see the class docstring)."""
         n = _token_id(n_tokens, "rollback count")
         total = self.n_consumed
@@ -519,29 +524,29 @@ class Matcher:
         self._eos_extra -= extra
         self._core.rollback(n - extra)
 
-    def reset(self):
+    def reset(self) -> None:
         """Back to the start of a document."""
         self._core.reset()
         self._eos_extra = 0
 
-    def copy(self):
+    def copy(self) -> Matcher:
         """An independent matcher in the same state."""
         return Matcher(self.compiled, self._core.copy(), self._eos_extra)
 
     # ---- queries ---------------------------------------------------------
-    def is_accepting(self):
+    def is_accepting(self) -> bool:
         """True when EOS is allowed now (the output so far is a complete document)."""
         return self._core.accepting()
 
-    def is_finished(self):
+    def is_finished(self) -> bool:
         """True once EOS has been consumed."""
         return self._core.is_finished()
 
-    def next_bytes(self):
+    def next_bytes(self) -> bytes:
         """The bytes that may come next (a byte-level mask; EOS not included)."""
         return self._core.next_bytes()
 
-    def forced_bytes(self, limit=256):
+    def forced_bytes(self, limit: int = 256) -> bytes:
         """The bytes every valid continuation starts with (up to ``limit``).
 
         Stops where more than one byte is possible or EOS is allowed.  A
@@ -560,12 +565,12 @@ class Matcher:
         return bytes(out)
 
     @property
-    def prefix(self):
+    def prefix(self) -> bytes:
         """The output bytes consumed so far."""
         return self._core.prefix()
 
     @property
-    def n_consumed(self):
+    def n_consumed(self) -> int:
         """Tokens consumed so far (each EOS included); what :meth:`rollback` can undo."""
         return self._core.n_consumed() + self._eos_extra
 

@@ -61,6 +61,7 @@ import time
 import numpy as np
 
 from cfgmask import cache
+from cfgmask.engine.trie import TokTrie, check_arrays
 from cfgmask.errors import ConfigurationError
 
 __all__ = ["PreparedVocab", "Part", "register_part", "registered_parts"]
@@ -191,7 +192,6 @@ class PreparedVocab:
     def trie(self):
         """The :class:`~cfgmask.engine.trie.TokTrie` (from the ``trie`` part, no copy)."""
         if self._trie is None:
-            from cfgmask.engine.trie import TokTrie
             with self._lock:
                 if self._trie is None:
                     self._trie = TokTrie.from_arrays(self.part("trie").arrays)
@@ -254,13 +254,11 @@ _TRIE_ARRAYS = ("node_byte", "node_depth", "node_token", "node_subtree_end", "no
 
 def _check_trie(prep, meta, arrays):
     """:func:`cfgmask.engine.trie.check_arrays` for this vocabulary's ``vocab_size``."""
-    from cfgmask.engine.trie import check_arrays
     return meta == {"n_nodes": len(arrays.get("node_byte", ()))} and check_arrays(arrays, prep.vocab.vocab_size)
 
 
 @register_part("trie", version=1, modules=("cfgmask.engine.trie",), check=_check_trie)
 def _build_trie(prep):
-    from cfgmask.engine.trie import TokTrie
     t = TokTrie.build(prep.vocab)
     return {"n_nodes": t.n_nodes}, {a: getattr(t, a) for a in _TRIE_ARRAYS}
 
@@ -296,7 +294,6 @@ def _check_first_bytes(prep, meta, arrays):
 @register_part("first_bytes", version=1, requires=("trie",), modules=("cfgmask.engine.trie",),
                check=_check_first_bytes)
 def _build_first_bytes(prep):
-    from cfgmask.engine.trie import TokTrie
     offsets, words, bits = TokTrie.first_byte_sets(prep.trie)
     return {}, {"offsets": offsets, "words": words, "bits": bits}
 

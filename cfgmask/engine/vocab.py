@@ -35,17 +35,23 @@ guessing):
 * :meth:`Vocabulary.from_sentencepiece` -- a ``sentencepiece`` model.
 """
 
+from __future__ import annotations
+
 import base64
 import hashlib
+import importlib.util
 import itertools
 import json
 import numbers
 import os
 import re
 import threading
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from cfgmask.engine.prepared import PreparedVocab
+from cfgmask.engine.trie import TokTrie
 from cfgmask.errors import ConfigurationError
 
 __all__ = ["Vocabulary", "bytes_to_unicode", "unicode_to_bytes"]
@@ -118,7 +124,8 @@ class Vocabulary:
     __slots__ = ("token_bytes", "eos_token_ids", "vocab_size", "n_tokens", "_fingerprint",
                  "_flat_arrays", "_prepared")
 
-    def __init__(self, token_bytes, eos_token_ids, vocab_size=None):
+    def __init__(self, token_bytes: Sequence[bytes | None], eos_token_ids: Iterable[int],
+                 vocab_size: int | None = None) -> None:
         if isinstance(token_bytes, (bytes, str)):
             raise ConfigurationError(
                 "token_bytes must be a sequence with one bytes-or-None entry per token id, "
@@ -184,7 +191,7 @@ class Vocabulary:
 
     # ------------------------------------------------------------------ basics
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.vocab_size
 
     def __repr__(self):
@@ -205,7 +212,7 @@ class Vocabulary:
         # pickle the content only; the prepared tables are rebuilt (or loaded) on demand
         return (Vocabulary, (list(self.token_bytes), self.eos_token_ids, self.vocab_size))
 
-    def fingerprint(self):
+    def fingerprint(self) -> str:
         """Hex sha256 of the content (token bytes, EOS ids, width), for cache keys.
 
         Hashes the id count, width and EOS ids, then every token's length
@@ -226,7 +233,7 @@ class Vocabulary:
             self._fingerprint = h.hexdigest()
         return self._fingerprint
 
-    def token_arrays(self):
+    def token_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(flat uint8, offsets int64[n+1], special uint8[n])``: all token bytes back to
         back, token ``i`` is ``flat[offsets[i]:offsets[i+1]]``, ``special[i]`` is 1 for
         ``None``.  Read-only, computed once."""
@@ -246,30 +253,30 @@ class Vocabulary:
             self._flat_arrays = (flat, offsets, special)
         return self._flat_arrays
 
-    def prepared(self):
+    def prepared(self) -> PreparedVocab:
         """The :class:`~cfgmask.engine.prepared.PreparedVocab` of this vocabulary: the token
         trie and the other per-vocabulary tables, built (or loaded from the disk
         cache) on first use and shared by every grammar compiled against it."""
         if self._prepared is None:
             with _PREPARE_LOCK:
                 if self._prepared is None:
-                    from cfgmask.engine.prepared import PreparedVocab
                     self._prepared = PreparedVocab(self)
         return self._prepared
 
-    def trie(self):
+    def trie(self) -> TokTrie:
         """The :class:`~cfgmask.engine.trie.TokTrie` of this vocabulary (``prepared().trie``),
         built or loaded on first use and shared by every grammar compiled against it."""
         return self.prepared().trie
 
-    def special_token_ids(self):
+    def special_token_ids(self) -> list[int]:
         """Ids in ``[0, n_tokens)`` whose bytes are ``None`` (EOS included)."""
         return [i for i, tb in enumerate(self.token_bytes) if tb is None]
 
     # ------------------------------------------------------------ Hugging Face
 
     @classmethod
-    def from_hf(cls, tokenizer, vocab_size=None, eos_token_ids=None):
+    def from_hf(cls, tokenizer: Any, vocab_size: int | None = None,
+                eos_token_ids: Iterable[int] | None = None) -> Vocabulary:
         """Read a Hugging Face tokenizer.
 
         ``tokenizer`` is a ``transformers`` tokenizer backed by the Rust
@@ -413,7 +420,8 @@ class Vocabulary:
     # ----------------------------------------------------------------- tiktoken
 
     @classmethod
-    def from_tiktoken(cls, encoding, eos_token_ids=None, vocab_size=None, special_ids=()):
+    def from_tiktoken(cls, encoding: Any, eos_token_ids: Iterable[int] | None = None,
+                      vocab_size: int | None = None, special_ids: Iterable[int] = ()) -> Vocabulary:
         """Read a ``tiktoken.Encoding``.
 
         Rank ``r`` of the mergeable ranks is token id ``r``; the encoding's
@@ -441,7 +449,7 @@ class Vocabulary:
         return cls(token_bytes, eos_token_ids, vocab_size)
 
     @classmethod
-    def from_tekken(cls, path=None, vocab_size=None):
+    def from_tekken(cls, path: str | os.PathLike | None = None, vocab_size: int | None = None) -> Vocabulary:
         """Read Mistral's tekken tokenizer JSON (default: ``tekken_240911.json``
         shipped in the ``mistral_common`` package, found without importing it).
 
@@ -490,7 +498,8 @@ class Vocabulary:
     # ------------------------------------------------------------ sentencepiece
 
     @classmethod
-    def from_sentencepiece(cls, processor_or_path, vocab_size=None, eos_token_ids=None):
+    def from_sentencepiece(cls, processor_or_path: Any, vocab_size: int | None = None,
+                           eos_token_ids: Iterable[int] | None = None) -> Vocabulary:
         """Read a ``sentencepiece`` model (a ``SentencePieceProcessor`` or a path).
 
         Pieces: ``"▁"`` -> space; byte pieces ``<0xNN>`` -> that single byte;
@@ -533,7 +542,6 @@ class Vocabulary:
 
 def _mistral_common_data(name):
     """Path of a data file of the installed ``mistral_common`` package (not imported)."""
-    import importlib.util
     spec = importlib.util.find_spec("mistral_common")
     if spec is None or not spec.submodule_search_locations:
         raise ConfigurationError(
