@@ -46,7 +46,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 import cfgmask  # noqa: E402
-from cfgmask import GrammarError  # noqa: E402
+from cfgmask import Grammar, GrammarError  # noqa: E402
 from cfgmask.frontends.json_schema import compile_schema  # noqa: E402
 from cfgmask.frontends.json_schema.serialize import serialize  # noqa: E402
 
@@ -119,7 +119,7 @@ class Cfgmask:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             t0 = time.perf_counter()
-            g = compile_schema(schema)
+            g = compile_schema(Grammar, schema)
             front = time.perf_counter() - t0
         c = cfgmask.compile(g, self.tok.vocab)
         # schema -> grammar -> automata and parser tables, without the per-vocabulary work
@@ -424,7 +424,7 @@ def suite_counts(engines=("cfgmask", "llguidance", "xgrammar")):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("error")
-                    comp = cfgmask.compile(compile_schema(g["schema"]), BYTES)
+                    comp = cfgmask.compile(compile_schema(Grammar, g["schema"]), BYTES)
             except GrammarError as e:
                 if "no instance can satisfy" in str(e):
                     c["empty"] += 1

@@ -175,7 +175,7 @@ class Cfgmask:
             clear_cfgmask_caches()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            g = self.compile_schema(schema, whitespace="flexible")
+            g = self.compile_schema(self.cfgmask.Grammar, schema, whitespace="flexible")
         self.compiled = self.cfgmask.compile(g, self.vocab)
         return self.compiled.matcher()
 

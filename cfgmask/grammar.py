@@ -1,11 +1,11 @@
-"""Lark grammar text -> flat context-free grammar over integer symbols.
+"""The grammar IR: a flat context-free grammar over integer symbols plus terminal regexes.
 
-Lark itself loads the grammar, so templates, ``%import`` (including relative
-imports), aliases, ``?rule``/``_rule`` inlining, ``~n..m``, string and regex
-flags all mean exactly what they mean in Lark.  We then keep only what decides
-*which documents are accepted*: rules, terminal patterns and ``%ignore``.
-Priorities, aliases and tree shaping are dropped on purpose (they never change
-the language).
+Every front end builds one (:mod:`cfgmask.frontends`: Lark text, the bundled
+grammars and their generation profiles, JSON Schema), and it is all the
+engine sees.  The alternate constructors on :class:`Grammar`
+(:meth:`~Grammar.from_lark`, :meth:`~Grammar.from_file`,
+:meth:`~Grammar.from_json_schema`, :meth:`~Grammar.builtin`, ...) hand over
+to those front ends, which build the IR through the class they are given.
 
 Invariants of a :class:`Grammar`:
 
@@ -22,135 +22,26 @@ Invariants of a :class:`Grammar`:
 """
 
 import os
-import re
-import warnings
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from cfgmask.errors import GrammarError, GrammarWarning
+from cfgmask.frontends.cfg import START_SYMBOL_NAME, nullable
 
-START_SYMBOL_NAME = "$start"
-
-# A comment Lark and llguidance both ignore; see docs/architecture.md "Word boundary".
-_WORD_BOUNDARY_PRAGMA = re.compile(r"^[ \t]*//[ \t]*%cfgmask[ \t]+word_boundary[ \t]+(\S+)[ \t]*$", re.M)
-
-# `// %cfgmask not_before CLASS NAME...`: the named terminals' lexemes may not end
-# right before a byte of CLASS (a trailing (?!CLASS) that only cfgmask adds, so
-# the text stays in the regex subset Lark and llguidance share).
-_NOT_BEFORE_PRAGMA = re.compile(
-    r"^[ \t]*//[ \t]*%cfgmask[ \t]+not_before[ \t]+(\S+)((?:[ \t]+\w+)+)[ \t]*$", re.M)
-
-# `// %cfgmask at_start NAME...`: the named terminals may only be the document's
-# first lexeme, with no ignored lexeme (white space, a comment) before them: a
-# hashbang line.  Lark and llguidance read it as a comment and allow them after
-# ignored text too; cfgmask's runtime leaves them out of every lexer start
-# state but the very first one (docs/architecture.md).
-_AT_START_PRAGMA = re.compile(r"^[ \t]*//[ \t]*%cfgmask[ \t]+at_start((?:[ \t]+\w+)+)[ \t]*$", re.M)
-
-_BUILTIN_NAMES = ("json", "sql", "javascript")
-
-# Terminals of Lark's common.lark whose regex only means what Lark means under
-# ``re.match`` (leftmost, lazy) semantics: as a full-match language they accept
-# too much (``"a"b"`` for ESCAPED_STRING; a comment running past its first
-# ``*/`` for C_COMMENT) or need a lookbehind.  Each is replaced by a regex whose
-# full-match language is exactly the set of lexemes Lark's lexer produces;
-# tests/test_grammar.py checks the equivalence exhaustively on short strings.
-LARK_IDIOMS = {
-    r'".*?(?<!\\)(\\\\)*?"': (r'"(?:[^"\\\n]|\\[^\n])*"',
-                                  "ESCAPED_STRING: the string ends at the first unescaped quote"),
-    "/\\*(.|\n)*?\\*/": (r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/",
-                            "C_COMMENT: the comment ends at the first */"),
-}
-_ESCAPED_STRING_RX = r'".*?(?<!\\)(\\\\)*?"'
-
-
-def _builtin_dir():
-    """Where the bundled ``*.lark`` files live (installed package or source tree)."""
-    try:
-        from importlib.resources import files
-        # a namespace package's files() is a MultiplexedPath, whose str() is not a
-        # path; the child it returns is a real one
-        probe = files("cfgmask.grammars").joinpath("json.lark")
-        if probe.is_file():
-            return Path(str(probe)).parent
-    except (ModuleNotFoundError, TypeError):
-        pass
-    return Path(__file__).resolve().parent.parent / "grammars"
-
-
-def _pragma_terminals(pragma, names, g, lark_terminals):
-    """The indices in ``g`` of the terminals a pragma names (``names``, its text).
-
-    A name that Lark does not know is an error; a terminal that normalisation
-    dropped (unreachable from ``start``) is skipped."""
-    for name in names.split():
-        if name not in lark_terminals:
-            raise GrammarError(f"{pragma} pragma: no terminal named {name}", where=name,
-                               construct="pragma")
-        if name in g.terminal_names:
-            yield g.terminal_names.index(name)
-
-
-def _apply_not_before(g, text, lark_terminals):
-    """Apply the ``not_before`` pragmas of ``text`` to ``g``'s terminal patterns."""
-    for m in _NOT_BEFORE_PRAGMA.finditer(text):
-        byte_class = m.group(1)
-        word_boundary_bytes(byte_class, "not_before")  # validates the class (GrammarError)
-        for i in _pragma_terminals("not_before", m.group(2), g, lark_terminals):
-            g.terminal_patterns[i] = f"(?:{g.terminal_patterns[i]})(?!{byte_class})"
-
-
-def _apply_at_start(g, text, lark_terminals):
-    """Mark the terminals named by the ``at_start`` pragmas of ``text`` in ``g``
-    (an ``%ignore``d one, which may go anywhere, is an error)."""
-    for m in _AT_START_PRAGMA.finditer(text):
-        for i in _pragma_terminals("at_start", m.group(1), g, lark_terminals):
-            if g.terminal_is_ignore[i]:
-                raise GrammarError(f"at_start pragma: {g.terminal_names[i]} is %ignore'd, so it may "
-                                   f"go anywhere", where=g.terminal_names[i], construct="pragma")
-            g.terminal_at_start[i] = True
-
-
-def _load_warnings(parser, source):
-    """The warnings (:class:`GrammarWarning`) of a loaded Lark grammar, as ``[[where, message]]``."""
-    from cfgmask.frontends.lark_loader import ungrouped_alternations
-    where = source or "grammar"
-    out = []
-    for name, piece, joined in ungrouped_alternations(parser):
-        shown = joined if len(joined) <= 80 else joined[:77] + "..."
-        out.append([name, f"{where}: terminal {name}: the piece /{piece}/ has a top-level '|' and is "
-                          f"joined with other pieces; Lark does not group it (lark-parser/lark#1633), "
-                          f"so Lark, and cfgmask with it, read the terminal as /{shown}/, while "
-                          f"llguidance reads the alternatives as one group. Write (?:{piece}) if "
-                          f"you mean the group."])
-    return out
-
-
-def _warn(g):
-    for where, message in g.load_warnings:
-        warnings.warn(GrammarWarning(message, where=where), stacklevel=3)
-
-
-def word_boundary_bytes(byte_class, pragma="word_boundary"):
-    """Bytes ``b`` with ``re.fullmatch(byte_class, chr(b))`` (``\\x80-\\xff`` means those bytes)."""
-    try:
-        rx = re.compile(byte_class)
-    except re.error as e:
-        raise GrammarError(f"{pragma}: {byte_class!r} is not a valid regex class ({e})",
-                           where=pragma, construct="pragma") from None
-    return bytes(b for b in range(256) if rx.fullmatch(chr(b)))
-
+__all__ = ["Grammar", "START_SYMBOL_NAME"]
 
 _DEFAULT = object()  # "the package default" for keyword arguments whose None means "no limit"
 
 
 class Grammar:
-    """A Lark grammar normalised to a flat CFG plus terminal regexes.
+    """A flat CFG plus terminal regexes (see the module docstring for the invariants).
 
-    Build one with :meth:`from_lark`, :meth:`from_file` or :meth:`builtin`.
-    The object is immutable after construction; see the module docstring for
-    the invariants the runtime relies on.
+    Build one with :meth:`from_lark`, :meth:`from_file`, :meth:`from_json_schema`
+    or :meth:`builtin`.  The object is immutable after construction: the
+    constructor takes every field, and a front end that changes a grammar
+    (a generation profile) builds a new one.
     """
 
     # True when whoever built the grammar also built its terminal automata and
@@ -160,9 +51,23 @@ class Grammar:
     # [[where, message]] of the GrammarWarnings from_lark emits (kept with a cached grammar)
     load_warnings = ()
 
-    def __init__(self, *, terminal_names, terminal_patterns, terminal_is_ignore,
-                 nonterminal_names, rules, start, word_boundary=b"", source=None,
-                 terminal_flags=None, terminal_at_start=None):
+    # The alternate constructors import their front end when called: the front
+    # ends never import this module (they build through ``cls``), so there is no
+    # cycle, and ``import cfgmask.grammar`` (the engine's import) stays free of
+    # lark, json_schema and the profiles.
+
+    def __init__(self, *, terminal_names: Sequence[str], terminal_patterns: Sequence[str],
+                 terminal_is_ignore: Sequence[bool], nonterminal_names: Sequence[str],
+                 rules: Sequence[tuple[int, Sequence[int]]], start: str, word_boundary: bytes = b"",
+                 source: str | None = None, terminal_flags: Sequence[Iterable[str]] | None = None,
+                 terminal_at_start: Sequence[bool] | None = None,
+                 rewritten_terminals: dict[str, str] | None = None, profile: Any = None,
+                 load_warnings: Sequence[Sequence[str]] | None = None,
+                 terminal_automata_prebuilt: bool | None = None,
+                 json_schema_info: dict | None = None):
+        """``rules``: ``[(lhs, [body symbols])]``, rule 0 the augmented start rule.
+        The last four are set on the object only when given (otherwise the class
+        defaults hold, and a grammar without JSON Schema info has no such field)."""
         self.terminal_names = list(terminal_names)
         # Python regexes, Lark's flags already inline ("(?i:...)"); the flags are
         # also listed separately for display
@@ -177,8 +82,10 @@ class Grammar:
         self.start = start
         self.word_boundary = bytes(word_boundary)
         self.source = source
-        self.rewritten_terminals = {}  # name -> why its Lark regex was replaced (LARK_IDIOMS)
-        self.profile = None  # a cfgmask.frontends.profiles.Profile for generation profiles (builtin(profile=...))
+        # name -> why its Lark regex was replaced (lark_frontend.LARK_IDIOMS)
+        self.rewritten_terminals = {} if rewritten_terminals is None else dict(rewritten_terminals)
+        # a cfgmask.frontends.profiles.Profile for generation profiles (builtin(profile=...))
+        self.profile = profile
         T = len(self.terminal_names)
         lhs, starts, rhs = [], [], []
         for r, (a, body) in enumerate(rules):
@@ -190,26 +97,33 @@ class Grammar:
         self.rule_rhs_start = np.asarray(starts, dtype=np.int32)
         self.rhs = np.asarray(rhs, dtype=np.int32)
         self.start_rule = 0
-        self.nullable = _nullable(T + len(self.nonterminal_names), rules)
+        self.nullable = nullable(T + len(self.nonterminal_names), rules)
+        if load_warnings is not None:
+            self.load_warnings = list(load_warnings)
+        if terminal_automata_prebuilt is not None:
+            self.terminal_automata_prebuilt = bool(terminal_automata_prebuilt)
+        if json_schema_info is not None:
+            # the front end's report: style, loosened keywords, time taken (compile_schema)
+            self.json_schema_info = json_schema_info
 
     # ---- sizes -------------------------------------------------------
     @property
-    def n_terminals(self):
+    def n_terminals(self) -> int:
         return len(self.terminal_names)
 
     @property
-    def n_nonterminals(self):
+    def n_nonterminals(self) -> int:
         return len(self.nonterminal_names)
 
     @property
-    def n_rules(self):
+    def n_rules(self) -> int:
         return len(self.rule_lhs)
 
-    def symbol_name(self, s):
+    def symbol_name(self, s: int) -> str:
         T = self.n_terminals
         return self.terminal_names[s] if s < T else self.nonterminal_names[s - T]
 
-    def rule_body(self, r):
+    def rule_body(self, r: int) -> list[int]:
         """The right-hand side of rule ``r`` as a list of symbol ids."""
         p = int(self.rule_rhs_start[r])
         out = []
@@ -218,7 +132,7 @@ class Grammar:
             p += 1
         return out
 
-    def rules_text(self):
+    def rules_text(self) -> str:
         """Readable dump, one rule per line (for ``cfgmask check`` and debugging)."""
         lines = []
         for r in range(self.n_rules):
@@ -226,79 +140,46 @@ class Grammar:
             lines.append(f"{self.symbol_name(int(self.rule_lhs[r]))} -> {body}")
         return "\n".join(lines)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<Grammar start={self.start!r} rules={self.n_rules} "
                 f"terminals={self.n_terminals} nonterminals={self.n_nonterminals}>")
 
-    # ---- constructors -------------------------------------------------
+    def document(self, text: str | bytes) -> str | bytes:
+        """``text`` (str or bytes) without the generation profile's markdown fence, if any.
+
+        The identity for grammars without a fence; for a complete document of
+        a generation profile, the document its full grammar accepts.
+        """
+        return self.profile.strip_fence(text) if self.profile is not None else text
+
+    # ---- constructors (cfgmask.frontends) -------------------------------
     @classmethod
-    def from_lark(cls, text, start="start", *, import_paths=(), word_boundary=None, source=None):
+    def from_lark(cls, text: str, start: str = "start", *,
+                  import_paths: Iterable[str | os.PathLike | Callable] = (),
+                  word_boundary: str | None = None, source: str | None = None) -> "Grammar":
         """Load Lark grammar ``text`` with the ``lark`` package and normalise it.
 
         ``word_boundary`` is a regex byte class (see docs/architecture.md);
         ``None`` means "use the ``// %cfgmask word_boundary CLASS`` pragma in
         the text if there is one".  Raises :class:`GrammarError` naming the
         rule or terminal when the grammar cannot be turned into an exact mask.
+        See :mod:`cfgmask.frontends.lark_frontend`.
         """
-        from cfgmask.frontends.lark_loader import load
-
-        if not isinstance(text, str):
-            raise GrammarError(f"grammar text must be str, not {type(text).__name__}",
-                               where=source, construct="input")
-        if not isinstance(start, str):
-            raise GrammarError("start must be a single rule name", where=str(start), construct="start")
-        if isinstance(import_paths, (str, bytes)) or not all(
-                isinstance(p, (str, os.PathLike)) or callable(p) for p in _iter_or_none(import_paths)):
-            raise GrammarError("import_paths must be a list of directory paths (or Lark loaders)",
-                               where=source, construct="input")
-        if word_boundary is not None and not isinstance(word_boundary, str):
-            raise GrammarError(f"word_boundary must be a regex class as str, not {type(word_boundary).__name__}",
-                               where="word_boundary", construct="input")
-        # a disk-cache hit skips Lark entirely (see grammar_cache.py)
-        from cfgmask.frontends import grammar_cache
-        key = grammar_cache.grammar_key(text, start, import_paths, word_boundary, source)
-        cached = grammar_cache.load(key)
-        if cached is not None:
-            _warn(cached)
-            return cached
-        # Lark loads it; every failure (bad regex, missing %import, runaway templates,
-        # deep nesting) comes out as a GrammarError (see lark_loader)
-        parser, used_files = load(text, start, [p if callable(p) else str(p) for p in import_paths],
-                                  source)
-        if word_boundary is None:
-            m = _WORD_BOUNDARY_PRAGMA.search(text)
-            word_boundary = m.group(1) if m else ""
-        wb = word_boundary_bytes(word_boundary) if word_boundary else b""
-        g = _normalise(parser, start, wb, source)
-        lark_terminals = {t.name for t in parser.terminals}
-        _apply_not_before(g, text, lark_terminals)
-        _apply_at_start(g, text, lark_terminals)
-        g.load_warnings = _load_warnings(parser, source)
-        grammar_cache.store(key, g, used_files)
-        _warn(g)
-        return g
+        from cfgmask.frontends import lark_frontend
+        return lark_frontend.load(cls, text, start, import_paths=import_paths,
+                                  word_boundary=word_boundary, source=source)
 
     @classmethod
-    def from_file(cls, path, start="start", *, word_boundary=None):
+    def from_file(cls, path: str | os.PathLike, start: str = "start", *,
+                  word_boundary: str | None = None) -> "Grammar":
         """Load a ``.lark`` file; relative ``%import``s resolve next to it."""
-        if not isinstance(path, (str, os.PathLike)):
-            raise GrammarError(f"grammar path must be str or a path, not {type(path).__name__}",
-                               where=str(path), construct="input")
-        path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise GrammarError(f"cannot read grammar file {path}: {e.strerror}",
-                               where=str(path), construct="file") from e
-        except UnicodeDecodeError as e:
-            raise GrammarError(f"grammar file {path} is not UTF-8 text (byte {e.start}: {e.reason})",
-                               where=str(path), construct="encoding") from e
-        return cls.from_lark(text, start=start, import_paths=[str(path.parent)],
-                             word_boundary=word_boundary, source=str(path))
+        from cfgmask.frontends import lark_frontend
+        return lark_frontend.load_file(cls, path, start, word_boundary=word_boundary)
 
     @classmethod
-    def from_json_schema(cls, schema, *, whitespace=None, strict=True, escapes=None,
-                         max_work=_DEFAULT, time_limit_s=_DEFAULT, property_order=None):
+    def from_json_schema(cls, schema: dict | bool | str | os.PathLike, *, whitespace: str | None = None,
+                         strict: bool = True, escapes: str | None = None, max_work: int | None = _DEFAULT,
+                         time_limit_s: float | None = _DEFAULT, property_order: str | None = None) -> "Grammar":
         """A grammar whose language is exactly the instances valid under a JSON schema.
 
         ``schema``: a dict, JSON text or a path.  ``whitespace``: ``"compact"``,
@@ -320,11 +201,12 @@ class Grammar:
         mw = json_schema.DEFAULT_MAX_WORK if max_work is _DEFAULT else max_work
         tl = json_schema.DEFAULT_TIME_LIMIT_S if time_limit_s is _DEFAULT else time_limit_s
         po = json_schema.DEFAULT_PROPERTY_ORDER if property_order is None else property_order
-        return json_schema.compile_schema(schema, whitespace=ws, strict=strict, escapes=esc,
+        return json_schema.compile_schema(cls, schema, whitespace=ws, strict=strict, escapes=esc,
                                           max_work=mw, time_limit_s=tl, property_order=po)
 
     @classmethod
-    def builtin(cls, name, profile=None, *, dialect=None, **options):
+    def builtin(cls, name: str, profile: str | None = None, *, dialect: str | None = None,
+                **options: Any) -> "Grammar":
         """One of the bundled grammars: ``"json"``, ``"sql"`` or ``"javascript"``.
 
         ``profile=None`` or ``"full"``: the whole language.  ``profile="generate"``:
@@ -336,180 +218,29 @@ class Grammar:
         or ``"mysql"``; each accepts what that engine's parser accepts for the
         statements the grammar covers (docs/grammars.md).  The dialects share
         ``grammars/sql.lark`` as their base (see :mod:`cfgmask.frontends.sql_dialects`).
+        See :mod:`cfgmask.frontends.builtins`.
         """
-        from cfgmask.errors import ConfigurationError
-        if name not in _BUILTIN_NAMES:
-            raise ConfigurationError(f"no builtin grammar {name!r}; choose one of {', '.join(_BUILTIN_NAMES)}")
-        if dialect is not None:
-            from cfgmask.frontends.sql_dialects import DIALECTS
-            if name != "sql":
-                raise ConfigurationError(f"dialect= is for the sql grammar, not {name!r}")
-            if dialect not in DIALECTS:
-                raise ConfigurationError(f"no SQL dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
-        if profile is not None:
-            from cfgmask.frontends import profiles
-            return profiles.builtin(name, profile, dialect=dialect, **options)
-        if options:
-            raise ConfigurationError(f"profile options ({', '.join(options)}) need profile='generate'")
-        return cls._builtin_full(name, dialect=dialect)
+        from cfgmask.frontends import builtins
+        return builtins.builtin(cls, name, profile, dialect=dialect, **options)
 
     @classmethod
-    def _builtin_full(cls, name, start="start", dialect=None):
-        if dialect is None or dialect == "sqlite":
-            return cls.from_file(_builtin_dir() / f"{name}.lark", start=start)
-        from cfgmask.frontends.sql_dialects import dialect_text
-        return cls.from_lark(dialect_text(dialect, _builtin_dir()), start=start,
-                             source=f"sql.lark + sql_{dialect}.lark")
+    def _builtin_full(cls, name: str, start: str = "start", dialect: str | None = None) -> "Grammar":
+        # kept for tests/test_json_layout_profile.py, which loads json.lark with another start rule
+        from cfgmask.frontends import builtins
+        return builtins.full(cls, name, start=start, dialect=dialect)
 
     @staticmethod
-    def builtin_text(name, dialect=None):
+    def builtin_text(name: str, dialect: str | None = None) -> str:
         """The Lark text of a bundled grammar (for ``sql``, of ``dialect``)."""
-        if name == "sql":
-            from cfgmask.frontends.sql_dialects import dialect_text, DEFAULT_DIALECT
-            return dialect_text(dialect or DEFAULT_DIALECT, _builtin_dir())
-        return (_builtin_dir() / f"{name}.lark").read_text(encoding="utf-8")
-
-    def document(self, text):
-        """``text`` (str or bytes) without the generation profile's markdown fence, if any.
-
-        The identity for grammars without a fence; for a complete document of
-        a generation profile, the document its full grammar accepts.
-        """
-        return self.profile.strip_fence(text) if self.profile is not None else text
+        from cfgmask.frontends import builtins
+        return builtins.text(name, dialect)
 
     @staticmethod
-    def builtin_names():
-        return _BUILTIN_NAMES
+    def builtin_names() -> tuple[str, ...]:
+        from cfgmask.frontends import builtins
+        return builtins.NAMES
 
     @staticmethod
-    def builtin_path(name):
-        return _builtin_dir() / f"{name}.lark"
-
-
-def _iter_or_none(x):
-    try:
-        return list(x)
-    except TypeError:
-        return [None]
-
-
-def _nullable(n_symbols, rules):
-    # worklist: each rule counts its body symbols not yet known nullable (linear time)
-    nullable = [False] * n_symbols
-    missing = []
-    users = {}
-    todo = []
-    for r, (a, body) in enumerate(rules):
-        missing.append(len(body))
-        for s in body:
-            users.setdefault(s, []).append(r)
-        if not body and not nullable[a]:
-            nullable[a] = True
-            todo.append(a)
-    while todo:
-        s = todo.pop()
-        for r in users.get(s, ()):
-            missing[r] -= 1
-            a = rules[r][0]
-            if missing[r] == 0 and not nullable[a]:
-                nullable[a] = True
-                todo.append(a)
-    return np.asarray(nullable, dtype=np.bool_)
-
-
-def _normalise(parser, start, word_boundary, source):
-    """Turn a loaded grammar (``lark_loader.LoadedGrammar``) into the flat :class:`Grammar`."""
-    where = source or "grammar"
-    term_defs = {t.name: t for t in parser.terminals}
-    ignore = set(parser.ignore_tokens)
-
-    raw = []  # (lhs name, [(name, is_term)])
-    for r in parser.rules:
-        raw.append((r.origin.name, [(s.name, s.is_term) for s in r.expansion]))
-    for lhs, body in raw:
-        for name, is_term in body:
-            if is_term and name not in term_defs:
-                raise GrammarError(
-                    f"{where}: terminal {name} (used in rule {lhs}) has no definition; "
-                    "%declare'd terminals come from a post-lexer and cannot be expressed by a "
-                    "context-free mask", where=name, construct="%declare")
-    for name in ignore:
-        if name not in term_defs:
-            raise GrammarError(f"{where}: %ignore'd terminal {name} has no definition",
-                               where=name, construct="%declare")
-
-    # Productive nonterminals (fixpoint), then reachable ones from start.
-    productive = set()
-    changed = True
-    while changed:
-        changed = False
-        for lhs, body in raw:
-            if lhs not in productive and all(t or n in productive for n, t in body):
-                productive.add(lhs)
-                changed = True
-    if start not in productive:
-        raise GrammarError(f"{where}: start rule {start!r} derives no finite string "
-                           "(every expansion recurses forever or uses an unproductive rule)",
-                           where=start, construct="unproductive start")
-    kept = [(lhs, body) for lhs, body in raw
-            if lhs in productive and all(t or n in productive for n, t in body)]
-    by_lhs = {}
-    for lhs, body in kept:
-        by_lhs.setdefault(lhs, []).append(body)
-    reachable, todo = {start}, [start]
-    while todo:
-        a = todo.pop()
-        for body in by_lhs.get(a, ()):
-            for n, t in body:
-                if not t and n not in reachable:
-                    reachable.add(n)
-                    todo.append(n)
-    kept = [(lhs, body) for lhs, body in kept if lhs in reachable]
-
-    # Number symbols: terminals in first-use order, then %ignore ones; nonterminals likewise.
-    term_ids, nt_names = {}, [START_SYMBOL_NAME]
-    nt_ids = {START_SYMBOL_NAME: 0}
-    for lhs, body in [(START_SYMBOL_NAME, [(start, False)])] + kept:
-        for n, t in [(lhs, False)] + body:
-            if t:
-                term_ids.setdefault(n, len(term_ids))
-            elif n not in nt_ids:
-                nt_ids[n] = len(nt_names)
-                nt_names.append(n)
-    for n in sorted(ignore):
-        term_ids.setdefault(n, len(term_ids))
-    T = len(term_ids)
-    names = sorted(term_ids, key=term_ids.get)
-
-    def sym(n, t):
-        return term_ids[n] if t else T + nt_ids[n]
-
-    rules = [(T + 0, [sym(start, False)])]
-    for lhs, body in kept:
-        rules.append((sym(lhs, False), [sym(n, t) for n, t in body]))
-
-    patterns, rewritten = [], {}
-    for n in names:
-        rx = term_defs[n].pattern.to_regexp()
-        if rx in LARK_IDIOMS:
-            rx, why = LARK_IDIOMS[rx]
-            rewritten[n] = why
-        elif _ESCAPED_STRING_RX in rx:
-            # ESCAPED_STRING used inside a bigger terminal (lark.lark: STRING: _STRING "i"?);
-            # it is a whole sequence element there, so the same replacement holds.
-            rx = rx.replace(_ESCAPED_STRING_RX, LARK_IDIOMS[_ESCAPED_STRING_RX][0])
-            rewritten[n] = LARK_IDIOMS[_ESCAPED_STRING_RX][1]
-        patterns.append(rx)
-    g = Grammar(
-        terminal_names=names,
-        terminal_patterns=patterns,
-        terminal_flags=[term_defs[n].pattern.flags for n in names],
-        terminal_is_ignore=[n in ignore for n in names],
-        nonterminal_names=nt_names,
-        rules=rules,
-        start=start,
-        word_boundary=word_boundary,
-        source=source,
-    )
-    g.rewritten_terminals = rewritten
-    return g
+    def builtin_path(name: str) -> Path:
+        from cfgmask.frontends import builtins
+        return builtins.path(name)

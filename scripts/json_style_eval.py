@@ -52,6 +52,7 @@ def main(argv=None):
 
     import jsonschema
     import torch
+    from cfgmask import Grammar
     from cfgmask import compile as compile_grammar
     from cfgmask import models
     from cfgmask.hf import GrammarLogitsProcessor
@@ -89,9 +90,9 @@ def main(argv=None):
     rows = []
     samples = []
     for style in args.styles.split(","):
-        for gname, grammar, schema in (("schema", compile_schema(SMALL_SCHEMA, whitespace=style),
+        for gname, grammar, schema in (("schema", compile_schema(Grammar, SMALL_SCHEMA, whitespace=style),
                                         SMALL_SCHEMA),
-                                       ("json", json_grammar(style), True)):
+                                       ("json", json_grammar(Grammar, style), True)):
             compiled = compile_grammar(grammar, vocab)
             system = (SCHEMA_PROMPT.format(schema=json.dumps(SMALL_SCHEMA, separators=(",", ":")))
                       if gname == "schema" and args.schema_in_prompt else SYSTEM_PROMPT)

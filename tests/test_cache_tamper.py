@@ -576,7 +576,8 @@ def test_lexer_counter_arrays_are_checked():
     arrays: check_tables is tested on them directly."""
     from cfgmask.frontends.json_schema import compile_schema
     from cfgmask.engine.lexer import LexerSpec, check_tables
-    g = compile_schema({"type": "string", "maxLength": 3000, "pattern": "^[a-z ]*$"})
+    from cfgmask.grammar import Grammar
+    g = compile_schema(Grammar, {"type": "string", "maxLength": 3000, "pattern": "^[a-z ]*$"})
     good = dict(LexerSpec(g)._tab.arrays)
     T = g.n_terminals
     assert "count_limit" in good and check_tables(good, T)

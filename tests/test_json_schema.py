@@ -159,7 +159,7 @@ def test_pattern_escape_classes_are_sound_for_both_readings():
                                                ("a^b", "anchor"), ("(?i)a", "flags")])
 def test_unsupported_patterns_are_refused(pattern, construct):
     with pytest.raises(GrammarError, match="pattern") as e:
-        compile_schema({"type": "string", "pattern": pattern})
+        compile_schema(Grammar, {"type": "string", "pattern": pattern})
     assert construct.lower() in str(e.value).lower()
     assert e.value.construct == "pattern"
 
@@ -184,7 +184,7 @@ FORMAT_CASES = {
 
 @pytest.mark.parametrize("fmt", sorted(FORMAT_CASES))
 def test_formats(fmt):
-    c = compile_bytes(compile_schema({"type": "string", "format": fmt}))
+    c = compile_bytes(compile_schema(Grammar, {"type": "string", "format": fmt}))
     good, bad = FORMAT_CASES[fmt]
     for s in good:
         assert accepts(c, json.dumps(s)), s
@@ -193,7 +193,7 @@ def test_formats(fmt):
 
 
 def test_unknown_formats_are_annotations():
-    c = compile_bytes(compile_schema({"type": "string", "format": "non-blank"}))
+    c = compile_bytes(compile_schema(Grammar, {"type": "string", "format": "non-blank"}))
     assert accepts(c, '""')
 
 
@@ -257,7 +257,7 @@ def test_decimal_ranges_against_decimal(b):
     ({"not": {"type": "integer"}, "type": "number"}, ["1.5", "-0.25"], ["1", "0"]),
 ])
 def test_number_schemas(schema, good, bad):
-    c = compile_bytes(compile_schema(schema))
+    c = compile_bytes(compile_schema(Grammar, schema))
     for t in good:
         assert accepts(c, t), t
     for t in bad:
@@ -274,7 +274,7 @@ SMALL = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"t
 
 @pytest.mark.parametrize("style", STYLES)
 def test_styles_accept_their_layout_only(style):
-    c = compile_bytes(compile_schema(SMALL, whitespace=style))
+    c = compile_bytes(compile_schema(Grammar, SMALL, whitespace=style))
     doc = {"name": "Tom", "age": 3, "colors": ["red", "grey"]}
     for s in STYLES:
         text = dumps(doc, s)
@@ -289,7 +289,7 @@ def test_styles_accept_their_layout_only(style):
 
 def test_flexible_whitespace_is_capped():
     from cfgmask.frontends.json_schema import FLEXIBLE_MAX_RUN
-    c = compile_bytes(compile_schema(SMALL, whitespace="flexible"))
+    c = compile_bytes(compile_schema(Grammar, SMALL, whitespace="flexible"))
     ws = " \n\t\r" * 10
     assert accepts(c, '{\n  "name" : "a" ,\t"age":1,"colors":[ ]}')
     assert accepts(c, "{" + ws[:FLEXIBLE_MAX_RUN] + '"name":"a","age":1,"colors":[]}')
@@ -299,8 +299,8 @@ def test_flexible_whitespace_is_capped():
 
 def test_escapes_any_accepts_every_spelling_canonical_one():
     rng = random.Random(5)
-    any_ = compile_bytes(compile_schema(SMALL, escapes="any"))
-    canon = compile_bytes(compile_schema(SMALL, escapes="canonical"))
+    any_ = compile_bytes(compile_schema(Grammar, SMALL, escapes="any"))
+    canon = compile_bytes(compile_schema(Grammar, SMALL, escapes="canonical"))
     for _ in range(30):
         name = random_text(rng, 5)
         body_c = json.dumps({"name": name, "age": 1, "colors": [name]}, ensure_ascii=False,
@@ -342,7 +342,7 @@ def test_escapes_any_accepts_every_spelling_canonical_one():
     ({"type": "string", "maxLength": 300}, ['"' + "x" * 300 + '"', '""'], ['"' + "x" * 301 + '"']),
 ])
 def test_keyword_grammars(schema, good, bad):
-    c = compile_bytes(compile_schema(schema))
+    c = compile_bytes(compile_schema(Grammar, schema))
     for t in good:
         assert accepts(c, t), t
         assert validate(json.loads(t), schema)
@@ -352,7 +352,7 @@ def test_keyword_grammars(schema, good, bad):
 
 def test_long_strings_are_chunked_exactly():
     for lo, hi in [(0, 300), (70, 200), (1, 4096)]:
-        c = compile_bytes(compile_schema({"type": "string", "minLength": lo, "maxLength": hi}))
+        c = compile_bytes(compile_schema(Grammar, {"type": "string", "minLength": lo, "maxLength": hi}))
         for n in sorted({0, 1, lo - 1, lo, 63, 64, 65, 127, 128, 129, hi - 1, hi, hi + 1}):
             if n < 0:
                 continue
@@ -363,7 +363,7 @@ def test_long_strings_are_chunked_exactly():
 def test_recursive_schema_in_pretty_style_beyond_the_indent_cap():
     from cfgmask.frontends.json_schema.emit import PRETTY_MAX_DEPTH
     schema = {"type": "array", "items": {"$ref": "#"}}
-    c = compile_bytes(compile_schema(schema, whitespace="pretty"))
+    c = compile_bytes(compile_schema(Grammar, schema, whitespace="pretty"))
     v = []
     for _ in range(PRETTY_MAX_DEPTH + 4):
         v = [v, []]
@@ -375,24 +375,24 @@ def test_unsatisfiable_schema_is_refused():
     for schema in (False, {"enum": []}, {"type": "integer", "minimum": 3, "maximum": 2},
                    {"allOf": [{"type": "string"}, {"type": "number"}]}):
         with pytest.raises(GrammarError, match="no instance"):
-            compile_schema(schema)
+            compile_schema(Grammar, schema)
 
 
 def test_strict_names_keyword_and_pointer():
     schema = {"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True}}}
     with pytest.raises(GrammarError) as e:
-        compile_schema(schema)
+        compile_schema(Grammar, schema)
     assert e.value.construct == "uniqueItems"
     assert "#/properties/tags/uniqueItems" in str(e.value)
     with pytest.raises(GrammarError, match="unevaluatedProperties at #/unevaluatedProperties"):
-        compile_schema({"unevaluatedProperties": False})
+        compile_schema(Grammar, {"unevaluatedProperties": False})
 
 
 def test_non_strict_loosens_with_a_warning():
     schema = {"type": "array", "uniqueItems": True, "items": {"type": "string", "pattern": "\\p{L}"}}
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        g = compile_schema(schema, strict=False)
+        g = compile_schema(Grammar, schema, strict=False)
     loose = [x.message for x in w if isinstance(x.message, SchemaLoosened)]
     assert loose and {k for k, _, _ in loose[0].loosened} >= {"uniqueItems", "pattern"}
     c = compile_bytes(g)
@@ -412,7 +412,7 @@ def test_inputs_dict_text_path(tmp_path):
 
 
 def test_json_grammar_generation_form():
-    c = compile_bytes(json_grammar("compact"))
+    c = compile_bytes(json_grammar(Grammar, "compact"))
     for doc in [1, "x", None, [1, [2, {}]], {"a": {"b": [True, 1.5e3]}}]:
         assert accepts(c, json.dumps(doc, separators=(",", ":"), ensure_ascii=False))
     assert not accepts(c, '{"a": 1}') and not accepts(c, "[1,]")
@@ -423,22 +423,22 @@ def test_refs_anchor_id_and_drafts():
         "a": {"$anchor": "A", "type": "integer"},
         "b": {"$id": "b.json", "$defs": {"c": {"type": "string"}}, "$ref": "#/$defs/c"}},
         "properties": {"x": {"$ref": "#A"}, "y": {"$ref": "b.json"}, "z": {"$ref": "https://x.test/b.json"}}}
-    c = compile_bytes(compile_schema(schema))
+    c = compile_bytes(compile_schema(Grammar, schema))
     assert accepts(c, '{"x":1,"y":"s","z":"t"}') and not accepts(c, '{"y":1}')
     # draft-07: keywords next to $ref are ignored
     d7 = {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"s": {"type": "string"}},
           "properties": {"x": {"$ref": "#/definitions/s", "maxLength": 1}}}
-    assert accepts(compile_bytes(compile_schema(d7)), '{"x":"long"}')
+    assert accepts(compile_bytes(compile_schema(Grammar, d7)), '{"x":"long"}')
     with pytest.raises(GrammarError, match="remote"):
-        compile_schema({"$ref": "https://example.com/other.json"})
+        compile_schema(Grammar, {"$ref": "https://example.com/other.json"})
 
 
 def test_memo_makes_the_second_compile_cheap():
     """Terminal automata are memoised by pattern text (regex.remember_dfa)."""
     from cfgmask.automata import memo as regex
     import re
-    compile_schema(SMALL)
-    g = compile_schema(SMALL)
+    compile_schema(Grammar, SMALL)
+    g = compile_schema(Grammar, SMALL)
     # the schema's own terminals; fixed punctuation (`\{`, `:`) is compiled by the
     # lexer later and may come from its disk cache instead, so it need not be here
     literal = re.compile(r"(?:\\[^A-Za-z0-9]|[^\\.^$*+?()\[\]{}|])+")
@@ -452,7 +452,7 @@ def test_pinned_automata_live_as_long_as_their_grammar():
     schema = {"type": "object", "properties": {"zz-pin-test": {"type": "integer"}},
               "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 3,
                                        "pattern": "^q"}}
-    g = compile_schema(schema)
+    g = compile_schema(Grammar, schema)
     pinned = [p for p in g.terminal_patterns if p in regex.PINNED_DFAS]
     assert pinned
     c = compile_bytes(g)
@@ -480,7 +480,7 @@ def test_cli_check_schema(tmp_path, capsys):
 def test_logits_processor_takes_a_compiled_schema():
     torch = pytest.importorskip("torch")
     from cfgmask.hf import GrammarLogitsProcessor
-    c = cfgmask.compile(compile_schema({"enum": ["yes", "no"]}), BYTES)
+    c = cfgmask.compile(compile_schema(Grammar, {"enum": ["yes", "no"]}), BYTES)
     proc = GrammarLogitsProcessor(c, eos_token_id=256, pad_token_id=256)
     ids = torch.zeros((1, 1), dtype=torch.long)
     out = []

@@ -94,7 +94,7 @@ def dependent_schemas_dispatch(n):
 
 def check_exact(schema, instances):
     """Every instance: accepted by the grammar iff ``jsonschema`` finds it valid."""
-    compiled = compile_bytes(compile_schema(schema))
+    compiled = compile_bytes(compile_schema(Grammar, schema))
     wrong = []
     for inst in instances:
         valid = not jsonschema_errors(inst, schema)
@@ -150,7 +150,7 @@ def test_dispatch_on_enum_and_types_is_exact():
 @pytest.mark.parametrize("extra", [False, True])
 def test_tagged_union_is_polynomial(n, extra):
     # (shared values between non-pure ifs stay exponential in how many ifs share one value)
-    compile_schema(tagged_union(n, extra=extra, shared=not extra), max_work=20_000,
+    compile_schema(Grammar, tagged_union(n, extra=extra, shared=not extra), max_work=20_000,
                    time_limit_s=None)
 
 
@@ -201,7 +201,7 @@ def test_tracked_dependencies_are_exact(schema):
                                     dependent_schemas_dispatch(17)],
                          ids=["cycle14", "cycle30", "pairs14", "pairs30", "dispatch17"])
 def test_dependencies_are_polynomial(schema):
-    compile_schema(schema, max_work=20_000, time_limit_s=None)
+    compile_schema(Grammar, schema, max_work=20_000, time_limit_s=None)
 
 
 @pytest.mark.parametrize("schema", [
@@ -224,14 +224,14 @@ def test_if_required_chain_is_polynomial():
     schema = {"type": "object", "properties": {f"{c}{i}": {} for i in range(30) for c in "ab"},
               "allOf": [{"if": {"required": [f"a{i}"]}, "then": {"required": [f"b{i}"]}}
                         for i in range(30)]}
-    compile_schema(schema, max_work=20_000, time_limit_s=None)
+    compile_schema(Grammar, schema, max_work=20_000, time_limit_s=None)
 
 
 def test_crossing_dependencies_are_bounded():
     # the object grammar tracks up to 30 names at once: 2^30 states, compiled or
     # refused by the work counter, never a stall
     try:
-        compile_schema(dependent_required_crossing(30), time_limit_s=None)
+        compile_schema(Grammar, dependent_required_crossing(30), time_limit_s=None)
     except CompileBudgetExceeded as e:
         assert e.construct == "dependentRequired" and "#/dependentRequired" in str(e)
         assert e.limit.startswith("max_work=")
@@ -242,12 +242,12 @@ def test_budget_names_keyword_and_pointer():
     schema = {"type": "object", "allOf": [
         {"anyOf": [{"required": [f"a{i}"]}, {"required": [f"b{i}"]}]} for i in range(20)]}
     with pytest.raises(CompileBudgetExceeded) as e:
-        compile_schema(schema, max_work=5_000, time_limit_s=None)
+        compile_schema(Grammar, schema, max_work=5_000, time_limit_s=None)
     assert isinstance(e.value, GrammarError)
     assert e.value.construct == "anyOf" and "#/allOf/" in e.value.where
     assert "max_work=5000" in str(e.value)
     with pytest.raises(CompileBudgetExceeded) as e:
-        compile_schema(schema, max_work=None, time_limit_s=0.5)
+        compile_schema(Grammar, schema, max_work=None, time_limit_s=0.5)
     assert "time_limit_s=0.5" in str(e.value)
 
 
@@ -265,7 +265,7 @@ def test_budget_names_keyword_and_pointer():
 ])
 def test_huge_counts_are_refused(schema, keyword, pointer):
     with pytest.raises(GrammarError) as e:
-        compile_schema(schema, max_work=50_000, time_limit_s=None)
+        compile_schema(Grammar, schema, max_work=50_000, time_limit_s=None)
     msg = str(e.value)
     assert e.value.construct == keyword and keyword in msg and pointer in msg and "limit" in msg
 
@@ -273,19 +273,19 @@ def test_huge_counts_are_refused(schema, keyword, pointer):
 def test_huge_enum_is_refused():
     values = [f"{i:06d}-" + "x" * 20 for i in range(30_000)]  # a 700,000-state trie
     with pytest.raises(GrammarError) as e:
-        compile_schema({"properties": {"e": {"enum": values}}}, max_work=50_000, time_limit_s=None)
+        compile_schema(Grammar, {"properties": {"e": {"enum": values}}}, max_work=50_000, time_limit_s=None)
     assert e.value.construct == "enum" and "#/properties/e" in str(e.value)
     assert "limit (262144)" in str(e.value)
 
 
 def test_irrelevant_huge_counts_compile():
     # no additional properties: at most 2 members, so maxProperties says nothing
-    compile_schema({"type": "object", "properties": {"a": {}, "b": {}}, "additionalProperties": False,
+    compile_schema(Grammar, {"type": "object", "properties": {"a": {}, "b": {}}, "additionalProperties": False,
                     "maxProperties": 10 ** 9}, max_work=5_000, time_limit_s=None)
     # more matching items than items: no array
-    compile_schema({"anyOf": [{"type": "array", "maxItems": 3, "contains": {}, "minContains": 10 ** 9},
+    compile_schema(Grammar, {"anyOf": [{"type": "array", "maxItems": 3, "contains": {}, "minContains": 10 ** 9},
                               {"type": "null"}]}, max_work=5_000, time_limit_s=None)
-    compile_schema({"type": "array", "maxItems": MAX_COUNT}, max_work=None, time_limit_s=None)
+    compile_schema(Grammar, {"type": "array", "maxItems": MAX_COUNT}, max_work=None, time_limit_s=None)
 
 
 def _compile_in_child(schema_json, timeout=60):

@@ -25,7 +25,7 @@ import warnings
 import pytest
 
 import cfgmask
-from cfgmask import GrammarError
+from cfgmask import Grammar, GrammarError
 from cfgmask.frontends.json_schema import STYLES, SchemaLoosened, compile_schema
 from cfgmask.frontends.json_schema.serialize import serialize
 from tests.corpora import require
@@ -53,7 +53,7 @@ def run_suite_file(path, style, escapes):
             # check (regex, idn-*) are refused under strict=True, annotations otherwise
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SchemaLoosened)
-                c = compile_bytes(compile_schema(group["schema"], whitespace=style, escapes=escapes,
+                c = compile_bytes(compile_schema(Grammar, group["schema"], whitespace=style, escapes=escapes,
                                                  strict=kw != "format"))
         except GrammarError as e:
             if "no instance can satisfy" in str(e):
@@ -128,7 +128,7 @@ def check_bench_schema(name, n_samples, seed=0):
     d = json.loads(_bench_path(name).read_text(encoding="utf-8"))
     schema = d["schema"]
     try:
-        g = compile_schema(schema)
+        g = compile_schema(Grammar, schema)
     except GrammarError as e:
         assert e.construct, e  # names the construct it could not compile
         return "refused"
@@ -186,7 +186,7 @@ def test_bench_instances_token_by_token(smollm2):
     for path in bench_files()[::25]:
         d = json.loads(path.read_text(encoding="utf-8"))
         try:
-            g = compile_schema(d["schema"])
+            g = compile_schema(Grammar, d["schema"])
         except GrammarError:
             continue
         c_bytes = compile_bytes(g)

@@ -20,7 +20,7 @@ import warnings
 
 import pytest
 
-from cfgmask import GrammarError
+from cfgmask import Grammar, GrammarError
 from cfgmask.frontends.json_schema import SchemaLoosened, compile_schema, validate
 from cfgmask.frontends.json_schema import strings as S
 from tests.test_json_schema_support import accepts, compile_bytes, sample
@@ -97,7 +97,7 @@ SUITE_DEPARTURES = re.compile(r"^(?:.*T?\d\d:\d\d:60.*|(?:.*\.)?xn--.*)$")
 
 
 def _grammar(fmt, escapes="canonical", strict=True):
-    return compile_bytes(compile_schema({"type": "string", "format": fmt}, escapes=escapes,
+    return compile_bytes(compile_schema(Grammar, {"type": "string", "format": fmt}, escapes=escapes,
                                         strict=strict))
 
 
@@ -157,7 +157,7 @@ def test_hostname_total_length_is_253():
     assert not accepts(c, json.dumps(over))
     assert validate(at, {"format": "hostname"}) and not validate(over, {"format": "hostname"})
     # the negation holds for the long one and for what is not a hostname at all
-    n = compile_bytes(compile_schema({"type": "string", "not": {"format": "hostname"}}))
+    n = compile_bytes(compile_schema(Grammar, {"type": "string", "not": {"format": "hostname"}}))
     assert accepts(n, json.dumps(over)) and accepts(n, '"a_b"')
     assert not accepts(n, json.dumps(at)) and not accepts(n, '"example.com"')
 
@@ -165,7 +165,7 @@ def test_hostname_total_length_is_253():
 @pytest.mark.parametrize("fmt", ["uri-reference", "iri", "json-pointer", "email"])
 def test_negated_format_is_the_complement_among_strings(fmt):
     good, bad = CASES[fmt]
-    n = compile_bytes(compile_schema({"not": {"format": fmt}}))
+    n = compile_bytes(compile_schema(Grammar, {"not": {"format": fmt}}))
     for s in good:
         assert not accepts(n, json.dumps(s, ensure_ascii=False)), s
     for s in bad:
@@ -180,11 +180,11 @@ def test_unchecked_formats_strict_refuses_loose_annotates(fmt, where):
     schema = {"top": inner, "not": {"not": inner},
               "property": {"properties": {"p": inner}}}[where]
     with pytest.raises(GrammarError) as e:
-        compile_schema(schema)
+        compile_schema(Grammar, schema)
     assert "format" in str(e.value) and fmt in str(e.value)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        g = compile_schema(schema, strict=False)
+        g = compile_schema(Grammar, schema, strict=False)
     assert any(issubclass(x.category, SchemaLoosened) for x in w)
     c = compile_bytes(g)
     doc = '"(((x"' if where != "property" else '{"p":"(((x"}'
@@ -194,7 +194,7 @@ def test_unchecked_formats_strict_refuses_loose_annotates(fmt, where):
 def test_unknown_formats_stay_annotations_in_strict_mode():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        c = compile_bytes(compile_schema({"type": "string", "format": "int32"}))
+        c = compile_bytes(compile_schema(Grammar, {"type": "string", "format": "int32"}))
     assert accepts(c, '"not a number"')
 
 

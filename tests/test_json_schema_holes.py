@@ -18,7 +18,7 @@ import warnings
 
 import pytest
 
-from cfgmask import GrammarError
+from cfgmask import Grammar, GrammarError
 from cfgmask.frontends.json_schema import compile_schema
 from tests.test_json_schema_support import accepts, compile_bytes, jsonschema_errors
 
@@ -37,7 +37,7 @@ def check_exact(schema, texts, may_refuse=False):
     ``may_refuse``: a GrammarError (fail closed) is an acceptable answer too.
     """
     try:
-        c = compile_bytes(compile_schema(schema))
+        c = compile_bytes(compile_schema(Grammar, schema))
     except GrammarError as e:
         if may_refuse:
             return
@@ -119,7 +119,7 @@ def test_negated_keywords_hold_vacuously_for_other_types(schema):
 
 
 def test_not_minimum_is_exactly_the_smaller_numbers():
-    c = compile_bytes(compile_schema({"not": {"minimum": 5}}))
+    c = compile_bytes(compile_schema(Grammar, {"not": {"minimum": 5}}))
     for t in ["3", "-1", "4.5"]:
         assert accepts(c, t)
     for t in ["5", "7", '"x"', "null", "true", "[]", "{}"]:
@@ -185,7 +185,7 @@ CYCLES = [
 @pytest.mark.parametrize("schema,names", CYCLES, ids=[json.dumps(s)[:60] for s, _ in CYCLES])
 def test_in_place_ref_cycles_are_refused_naming_the_cycle(schema, names):
     with pytest.raises(GrammarError) as e:
-        compile_schema(schema)
+        compile_schema(Grammar, schema)
     msg = str(e.value)
     assert "cycle" in msg and e.value.construct == "$ref"
     for n in names:
@@ -212,7 +212,7 @@ def test_acyclic_references_still_compile(schema, good, bad):
 def refused(schema, **kw):
     """The GrammarError compiling ``schema`` raises (any other exception fails the test)."""
     with pytest.raises(GrammarError) as e:
-        compile_schema(schema, **kw)
+        compile_schema(Grammar, schema, **kw)
     msg = str(e.value)
     assert len(msg) <= 1100, len(msg)
     assert "compiler-written" not in msg and "!0" not in msg, msg
@@ -271,7 +271,7 @@ def test_invalid_keyword_values_are_refused_naming_keyword_and_pointer(schema, k
 
 def test_integral_floats_are_integers():
     # the meta-schemas say "integer": 2.0 is one
-    c = compile_bytes(compile_schema({"type": "string", "minLength": 2.0, "maxLength": 3.0}))
+    c = compile_bytes(compile_schema(Grammar, {"type": "string", "minLength": 2.0, "maxLength": 3.0}))
     assert [accepts(c, t) for t in ['"a"', '"ab"', '"abcd"']] == [False, True, False]
 
 
@@ -320,7 +320,7 @@ def test_limits_are_named_in_the_messages():
     assert "#/maximum" in str(e) and "400 digits" in str(e)
     e = refused({"properties": {"n": {"type": "integer", "minimum": -10 ** 299 + 7}}})
     assert e.construct == "minimum" and "#/properties/n/minimum" in str(e) and "at most 100" in str(e)
-    c = compile_bytes(compile_schema({"type": "integer", "maximum": 10 ** 99 - 7, "minimum": -1e308}))
+    c = compile_bytes(compile_schema(Grammar, {"type": "integer", "maximum": 10 ** 99 - 7, "minimum": -1e308}))
     assert accepts(c, "1") and accepts(c, str(10 ** 99 - 7)) and not accepts(c, str(10 ** 99 - 6))
     e = refused(_nested(300, lambda s: {"items": s}, True))
     assert "128 levels" in str(e)
@@ -332,7 +332,7 @@ def test_min_length_1000_compiles_exactly():
     # reported an automaton-state limit no schema API can raise; now chunked
     for schema in ({"type": "string", "minLength": 1000},
                    {"type": "string", "minLength": 1000, "pattern": "^[a-z]+$"}):
-        c = compile_bytes(compile_schema(schema))
+        c = compile_bytes(compile_schema(Grammar, schema))
         for n, ok in ((999, False), (1000, True), (1001, True), (1064, True), (3000, True)):
             assert accepts(c, json.dumps("a" * n)) == ok, (schema, n)
 
@@ -354,7 +354,7 @@ def test_huge_literals_give_short_messages(schema):
     # strict=False: the warning lists the loosened keyword with the value cut short
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        compile_schema(schema("x" * 20_000), strict=False)
+        compile_schema(Grammar, schema("x" * 20_000), strict=False)
     assert w and all(len(str(x.message)) <= 2000 for x in w)
 
 
@@ -368,7 +368,7 @@ def test_vocabulary_is_accepted_and_not_read():
     # docs/json-schema.md: $vocabulary is read as an annotation; validation keywords always apply
     schema = {"$vocabulary": {"https://json-schema.org/draft/2020-12/vocab/validation": False},
               "type": "integer"}
-    c = compile_bytes(compile_schema(schema))
+    c = compile_bytes(compile_schema(Grammar, schema))
     assert accepts(c, "3") and not accepts(c, '"x"')
 
 
@@ -425,7 +425,7 @@ def test_random_negations_agree_with_jsonschema():
     for _ in range(120):
         schema = _random_schema(rng)
         try:
-            c = compile_bytes(compile_schema(schema))
+            c = compile_bytes(compile_schema(Grammar, schema))
         except GrammarError:
             continue
         compiled += 1

@@ -12,6 +12,7 @@ import warnings
 
 import pytest
 
+from cfgmask.grammar import Grammar
 from cfgmask.frontends.json_schema import PROPERTY_ORDERS, compile_schema
 from tests.test_json_schema_support import accepts, compile_bytes
 
@@ -52,17 +53,17 @@ def _compact(doc):
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_property_order(case, order):
     schema, docs, written, own_first = CASES[case]
-    c = compile_bytes(compile_schema(schema, property_order=order))
+    c = compile_bytes(compile_schema(Grammar, schema, property_order=order))
     want = written if order == "written" else own_first
     assert [accepts(c, _compact(d)) for d in docs] == want
 
 
 def test_default_is_written_and_unknown_orders_are_refused():
     schema, docs, written, _ = CASES[0]
-    c = compile_bytes(compile_schema(schema))
+    c = compile_bytes(compile_schema(Grammar, schema))
     assert [accepts(c, _compact(d)) for d in docs] == written
     with pytest.raises(ValueError):
-        compile_schema(schema, property_order="sorted")
+        compile_schema(Grammar, schema, property_order="sorted")
 
 
 def _llguidance_bytes():

@@ -16,7 +16,7 @@ import lark
 
 from cfgmask import Grammar, GrammarError
 from cfgmask.frontends import lark_loader
-from cfgmask.grammar import _normalise
+from cfgmask.frontends.lark_frontend import normalise
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRAMMAR_FILES = sorted(glob.glob(os.path.join(ROOT, "grammars", "*.lark"))
@@ -72,7 +72,7 @@ def test_compiled_grammar_identical_to_lark(path):
     assert _compiled(got) == _compiled(ref)
     assert got.grammar.term_defs == ref.grammar.term_defs
     # and the normalised cfgmask grammar built from each is the same
-    a, b = _normalise(got, start, b"", path), _normalise(ref, start, b"", path)
+    a, b = Grammar(**normalise(got, start, b"", path)), Grammar(**normalise(ref, start, b"", path))
     assert a.terminal_names == b.terminal_names
     assert a.terminal_patterns == b.terminal_patterns
     assert a.terminal_flags == b.terminal_flags
@@ -126,7 +126,7 @@ def test_from_lark_end_to_end_unchanged(tmp_path, monkeypatch):
     monkeypatch.setenv("CFGMASK_CACHE_DIR", str(tmp_path))
     path = os.path.join(ROOT, "grammars", "json.lark")
     g = Grammar.from_file(path)
-    ref = _normalise(_reference(open(path, encoding="utf-8").read(), path), "start", b"", path)
+    ref = Grammar(**normalise(_reference(open(path, encoding="utf-8").read(), path), "start", b"", path))
     assert g.terminal_patterns == ref.terminal_patterns
     assert g.rules_text() == ref.rules_text()
 

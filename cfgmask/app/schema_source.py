@@ -15,6 +15,7 @@ from cfgmask.errors import ConfigurationError
 from cfgmask.frontends.json_schema import DEFAULT_WHITESPACE, compile_schema
 from cfgmask.frontends.json_schema.loader import SchemaDoc, read_schema
 from cfgmask.frontends.json_schema.validate import Validator
+from cfgmask.grammar import Grammar
 
 # The schema itself is not in the default system prompt: the grammar enforces it, and with
 # the default repetition penalty a small model shies away from the key names it has already
@@ -34,7 +35,7 @@ class SchemaSource:
         self.whitespace = whitespace or DEFAULT_WHITESPACE
         self.schema = read_schema(self.path)
         t0 = time.perf_counter()
-        self.grammar = compile_schema(self.schema, whitespace=self.whitespace, strict=strict)
+        self.grammar = compile_schema(Grammar, self.schema, whitespace=self.whitespace, strict=strict)
         self.load_s = time.perf_counter() - t0
 
     def system_prompt(self, with_schema=False):

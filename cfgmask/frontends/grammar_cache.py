@@ -18,46 +18,49 @@ arrays, everything else as JSON with tags for ``bytes``, ``frozenset`` and
 (stored nowhere, built every time), so a new field added to ``Grammar`` is
 either cached faithfully or not at all.  Errors are never cached.
 
-Entries read in this process are also kept in memory, the last
-:data:`_MEMORY_SIZE` of them, keyed by the cache directory and the key's
-digest, so that compiling the same grammar again skips reading and checking
-the file (about 0.2 ms of a 1-2 ms JSON compile).  The ``%import``\\ ed files
-are still read and hashed on every hit.  A disabled cache bypasses the memory
-too.
+Entries read in this process are also kept in memory (a
+:class:`~cfgmask.cache.BoundedMemo`, the last :data:`_MEMORY_SIZE` of them),
+keyed by the cache directory and the key's digest, so that compiling the same
+grammar again skips reading and checking the file (about 0.2 ms of a 1-2 ms
+JSON compile).  The ``%import``\\ ed files are still read and hashed on every
+hit.  A disabled cache bypasses the memory too.
+
+This module holds attributes, not objects: :func:`load` gives the attributes
+of the cached grammar and the Lark front end builds the object through the
+class it was given (:mod:`cfgmask.frontends.lark_frontend`).  It does not use
+:func:`cfgmask.cache.cached_build`: a hit here is not final (the ``%import``\\ ed
+files are checked after the look-up, and a changed one means a rebuild that
+overwrites the entry), a grammar with an attribute that cannot be encoded is
+built but never stored, and only entries read from disk go to memory.
 """
 
-import collections
 import hashlib
 import importlib.util
 import os
 import sys
-import threading
 
 import numpy as np
 
 from cfgmask import cache
+from cfgmask.frontends.cfg import nullable
 
 GRAMMAR_CACHE_FORMAT = 2     # 2: Grammar.terminal_at_start
 _LARK_FILES = ("__init__.py", "lark.py", "load_grammar.py", "grammar.py", "lexer.py",
                "parse_tree_builder.py", "grammars/common.lark")
 
+# the cfgmask modules whose code decides what a cached grammar holds (part of the key)
+_CODE = ("cfgmask.grammar", "cfgmask.frontends.cfg", "cfgmask.frontends.lark_frontend", __name__)
+
 _lark_hash = None
 _MEMORY_SIZE = 32
-_memory = collections.OrderedDict()   # (cache dir, digest) -> (meta, arrays), oldest first
-_memory_lock = threading.Lock()
+# (cache dir, digest) -> (meta, arrays) of entries read from disk; a hit does not
+# refresh an entry, reading it from disk again does
+_memory = cache.BoundedMemo(_MEMORY_SIZE, order="fifo")
 
 
 def _memory_key(key):
     d = cache.cache_dir()
     return None if d is None else (str(d), cache.key_digest(key))
-
-
-def _remember(mkey, got):
-    with _memory_lock:
-        _memory[mkey] = got
-        _memory.move_to_end(mkey)
-        while len(_memory) > _MEMORY_SIZE:
-            _memory.popitem(last=False)
 
 
 def _lark_fingerprint():
@@ -83,7 +86,6 @@ def _lark_fingerprint():
 def grammar_key(text, start, import_paths, word_boundary, source):
     """The cache key (a dict) of ``Grammar.from_lark(text, start, ...)``, or ``None``
     when it cannot be cached (an import path that is a loader, not a directory)."""
-    from cfgmask import grammar
     if not all(isinstance(p, (str, os.PathLike)) for p in import_paths):
         return None
     if not (word_boundary is None or isinstance(word_boundary, str)):
@@ -92,34 +94,30 @@ def grammar_key(text, start, import_paths, word_boundary, source):
             "import_paths": [os.path.abspath(os.fspath(p)) for p in import_paths],
             "word_boundary": word_boundary, "source": None if source is None else str(source),
             "python": list(sys.version_info[:2]), "lark": _lark_fingerprint(),
-            "code": cache.code_fingerprint(grammar, sys.modules[__name__])}
+            "code": cache.code_fingerprint(*_CODE)}
 
 
 def load(key):
-    """The cached :class:`~cfgmask.grammar.Grammar` for ``key``, or ``None``."""
+    """The attributes (``{name: value}``) of the cached :class:`~cfgmask.grammar.Grammar`
+    for ``key``, or ``None``."""
     if key is None:
         return None
     mkey = _memory_key(key)
     if mkey is None:
         return None
-    with _memory_lock:
-        got = _memory.get(mkey)
+    got = _memory.get(mkey)
     if got is None:
         got = cache.load("grammar", key, validate=check_entry)
         if got is None:
             return None
-        _remember(mkey, got)
+        _memory.put(mkey, got)
     meta, arrays = got
     try:
         if not all(_file_unchanged(entry) for entry in meta["imports"]):
             return None
-        from cfgmask.grammar import Grammar
-        g = object.__new__(Grammar)
-        for name, value in meta["attrs"].items():
-            setattr(g, name, _decode(value))
-        for name, a in arrays.items():
-            setattr(g, name, a)
-        return g
+        fields = {name: _decode(value) for name, value in meta["attrs"].items()}
+        fields.update(arrays)
+        return fields
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -203,7 +201,7 @@ def check_entry(meta, arrays):
 
 
 def _nullable_of(lhs, rhs, start, ends, n_symbols):
-    """``nullable`` recomputed from the flat rules (as ``grammar._nullable``):
+    """``nullable`` recomputed from the flat rules (as :func:`cfgmask.frontends.cfg.nullable`):
     a fixpoint over whole arrays, a few rounds for real grammars (the depth of
     the longest chain of nullable rules); past 32 rounds, the linear worklist."""
     R = len(lhs)
@@ -219,9 +217,8 @@ def _nullable_of(lhs, rhs, start, ends, n_symbols):
         if (new == null).all():
             return null
         null = new
-    from cfgmask.grammar import _nullable
     rl = rhs.tolist()
-    return _nullable(n_symbols, [(a, rl[s:e]) for a, s, e in zip(lhs.tolist(), start.tolist(), ends.tolist())])
+    return nullable(n_symbols, [(a, rl[s:e]) for a, s, e in zip(lhs.tolist(), start.tolist(), ends.tolist())])
 
 
 def store(key, grammar, used_files):

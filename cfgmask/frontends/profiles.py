@@ -88,12 +88,18 @@ under the profile's masks, fence stripped, must parse with the full grammar
 import re
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from cfgmask.errors import ConfigurationError, GrammarError
+from cfgmask.frontends.cfg import START_SYMBOL_NAME
+from cfgmask.frontends.profile_checks import (byte_class, check_ignore_overlap, check_subset,
+                                              lookahead_guards, terminal_dfa)
+from cfgmask.frontends.profile_rules import (JSON_DEFAULT_STYLE, JSON_KEY, JSON_STYLES, READ_ONLY,
+                                             STATEMENT_KINDS, as_tuple, column_terminals, database_options,
+                                             json_layout_terminals, json_rules, name_alternatives, named_rules,
+                                             reshape, sql_rules, statement_kinds)
 
-__all__ = ["Profile", "ProfileSpec", "SPECS", "PROFILE_NAMES", "apply", "builtin", "strip_fence",
-           "JSON_WHITESPACE", "JSON_STYLES", "STATEMENT_KINDS", "READ_ONLY", "database_options"]
+__all__ = ["Profile", "ProfileSpec", "SPECS", "PROFILE_NAMES", "apply", "strip_fence", "cap_pattern",
+           "JSON_WHITESPACE", "JSON_STYLES", "JSON_DEFAULT_STYLE", "STATEMENT_KINDS", "READ_ONLY",
+           "database_options"]
 
 PROFILE_NAMES = ("full", "generate")
 
@@ -275,39 +281,6 @@ def strip_fence(grammar, text):
     return prof.strip_fence(text) if prof is not None else text
 
 
-def builtin(name, profile="generate", *, start="start", dialect=None, **options):
-    """Bundled grammar ``name`` (for ``sql``, of ``dialect``) under ``profile``
-    (``"full"`` or ``"generate"``); see :func:`apply`.
-
-    ``database=`` (``sql``, generation profile): a SQLite database file, a
-    file of DDL, a :class:`sqlite3.Connection` or a
-    :class:`~cfgmask.frontends.sql_schema.SqlSchema`; its tables and columns become
-    ``tables=`` and ``columns=``, and ``statements=`` defaults to read-only
-    (:data:`READ_ONLY`: ``SELECT``, ``WITH ... SELECT``, ``VALUES``).
-    """
-    from cfgmask.grammar import Grammar
-    if options.get("database") is not None and profile == "generate":
-        if name != "sql":
-            raise ConfigurationError(f"database= is for the sql grammar, not {name!r}")
-        given = [k for k in ("tables", "columns") if options.get(k) is not None]
-        if given:
-            raise ConfigurationError(f"database= gives the tables and columns: drop {'= and '.join(given)}=")
-        options.update(database_options(options.pop("database"), options.get("statements")))
-    elif "database" in options and options["database"] is None:
-        del options["database"]
-    if profile not in PROFILE_NAMES:
-        raise ConfigurationError(f"no grammar profile {profile!r}; choose one of {', '.join(PROFILE_NAMES)}")
-    if name not in Grammar.builtin_names():
-        raise ConfigurationError(f"no builtin grammar {name!r}; choose one of {', '.join(Grammar.builtin_names())}")
-    g = Grammar._builtin_full(name, start=start, dialect=dialect)
-    if profile == "full":
-        if options:
-            raise ConfigurationError(f"the full grammar takes no profile options ({', '.join(options)})")
-        return g
-    spec_name = name if dialect in (None, "sqlite") else f"{name}:{dialect}"
-    return apply(g, spec_name, **options)
-
-
 def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_string=MAX_STRING,
           max_indent=MAX_INDENT, tables=None, columns=None, statements=None, whitespace=None, max_key=MAX_KEY):
     """The generation profile of ``grammar``, a loaded bundled grammar (``base``: its name).
@@ -364,15 +337,15 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     elif whitespace is not None:
         raise ConfigurationError(f"the {base} profile takes no whitespace style (whitespace= is for json)")
     if columns is not None:
-        columns = _as_tuple(columns, "columns")
+        columns = as_tuple(columns, "columns")
         if not spec.column_ref_rule:
             raise ConfigurationError(f"the {base} profile takes no columns")
         if not columns or not all(isinstance(c, str) and c for c in columns):
             raise ConfigurationError(f"columns must be a non-empty list of names, not {columns!r}")
     if statements is not None:
-        statements = _statement_kinds(statements, spec, grammar, base)
+        statements = statement_kinds(statements, spec, grammar, base)
     if tables is not None:
-        tables = _as_tuple(tables, "tables")
+        tables = as_tuple(tables, "tables")
         if not spec.table_rules:
             raise ConfigurationError(f"the {base} profile takes no tables")
         if not tables or not all(isinstance(t, str) and t for t in tables):
@@ -429,31 +402,31 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     # rule-level restrictions (columns=, whitespace=): their new terminals
     layout = {}
     if columns is not None:
-        layout.update(_column_terminals(spec, columns, grammar, need))
+        layout.update(column_terminals(spec, columns, grammar, need))
     if spec.layouts and whitespace != "flexible":
-        layout.update(_json_layout_terminals(whitespace, max_key, grammar.terminal_patterns[
-            index[need("STRING", "string terminal")]]))
+        layout.update(json_layout_terminals(whitespace, cap_pattern(grammar.terminal_patterns[
+            index[need("STRING", "string terminal")]], max_key, JSON_KEY)))
     for n, (p, o) in layout.items():
         if n in index:
             raise GrammarError(f"the grammar already has a terminal named {n}", where=n, construct="profile")
         patterns[n], origin[n] = p, need(o, "original of a profile terminal")
 
     # ---- 2. automata, guards and the invariants ---------------------------
-    full = {n: _dfa(p, n) for n, p in zip(names, grammar.terminal_patterns)}
-    prof = {n: (_dfa(p, n) if n in origin else full[n]) for n, p in patterns.items()}
+    full = {n: terminal_dfa(p, n) for n, p in zip(names, grammar.terminal_patterns)}
+    prof = {n: (terminal_dfa(p, n) if n in origin else full[n]) for n, p in patterns.items()}
     wb = frozenset(grammar.word_boundary)
-    guards = _guards(full, prof, origin, dropped, wb, where, spec.unsplit, spec.final)
+    guards = lookahead_guards(full, prof, origin, dropped, wb, where, spec.unsplit, spec.final)
     for name, forbidden in guards.items():
-        patterns[name] = f"(?:{patterns[name]})(?!{_byte_class(forbidden)})"
-        prof[name] = _dfa(patterns[name], name)
+        patterns[name] = f"(?:{patterns[name]})(?!{byte_class(forbidden)})"
+        prof[name] = terminal_dfa(patterns[name], name)
     for name in set(origin) | set(guards):
-        _check_subset(prof[name], full[origin.get(name, name)], name, where)
-    again = _guards(full, prof, origin, dropped, wb, where, spec.unsplit, spec.final)
+        check_subset(prof[name], full[origin.get(name, name)], name, where)
+    again = lookahead_guards(full, prof, origin, dropped, wb, where, spec.unsplit, spec.final)
     if again:  # the guards are a fixpoint by construction; this is the proof
         raise GrammarError(f"{where}: internal error, lookahead guards did not converge "
                            f"({', '.join(again)})", where=where, construct="profile")
     ignores = [n for n in prof if n in index and grammar.terminal_is_ignore[index[n]]]
-    _check_ignore_overlap(full, prof, origin, ignores, where)
+    check_ignore_overlap(full, prof, origin, ignores, where)
 
     # ---- 3. the new grammar -------------------------------------------
     rewrites = {n: patterns[n] for n in names if n in patterns and patterns[n] != full[n].pattern}
@@ -463,14 +436,13 @@ def apply(grammar, base, *, fence=True, max_quoted_ident=MAX_QUOTED_IDENT, max_s
     profile = Profile("generate", base, spec, options, rewrites)
     fence_terminals = (profile.fence_open_pattern, profile.fence_close_pattern) if fence else None
     g = _rebuild(grammar, patterns, dropped, fence_terminals,
-                 tables=(spec, list(added)) if added else None)
+                 tables=(spec, list(added)) if added else None, profile=profile)
     if spec.layouts and whitespace != "flexible":
-        g = _reshape(g, _json_rules(_named(g), whitespace), {n: patterns[n] for n in layout})
+        g = reshape(g, json_rules(named_rules(g), whitespace), {n: patterns[n] for n in layout})
     elif columns is not None or statements is not None:
-        g = _reshape(g, _sql_rules(_named(g), spec, list(layout) if columns is not None else None, statements,
+        g = reshape(g, sql_rules(named_rules(g), spec, list(layout) if columns is not None else None, statements,
                                    spec.column_expr_terminal != spec.name_terminal, where),
                      {n: patterns[n] for n in layout})
-    g.profile = profile
     return g
 
 
@@ -493,7 +465,7 @@ def _table_terminals(spec, tables, grammar, need, where):
         raise GrammarError(f"{where}: the grammar has no rule {', '.join(missing)} (SPECS table_rules)",
                            where=missing[0], construct="profile spec")
 
-    bare, quoted = _name_alternatives(tables, bare_rx, spec.quote_char)
+    bare, quoted = name_alternatives(tables, bare_rx, spec.quote_char)
     out = {TABLE_NAME_QUOTED: quoted}
     if bare:
         out[TABLE_NAME] = bare
@@ -559,207 +531,18 @@ def _class_end(p, i):
     return j + 1
 
 
-def _byte_class(byte_values):
-    return "[" + "".join(f"\\x{b:02x}" for b in sorted(byte_values)) + "]"
-
-
-def _dfa(pattern, name):
-    from cfgmask.automata import compile_regex
-    return compile_regex(pattern, name=name)
-
-
-# ---------------------------------------------------------------------------
-# Automaton checks (invariants 1-4 of the module docstring)
-# ---------------------------------------------------------------------------
-
-def _check_subset(sub, sup, name, where):
-    """Raise unless every lexeme ``sub`` accepts (in every follow context) ``sup`` accepts too."""
-    seen, todo = {(0, 0)}, [(0, 0)]
-    while todo:
-        a, b = todo.pop()
-        if sub.accepting[a]:
-            if not sup.accepting[b] or (sup.follow_forbidden_at_eos[b] and not sub.follow_forbidden_at_eos[a]):
-                raise GrammarError(f"{where}: the new pattern of {name} accepts a lexeme the full "
-                                   f"grammar's does not", where=name, construct="profile subset")
-            fb = sup.follow_forbidden[b]
-            if fb and not set(fb) <= set(sub.follow_forbidden[a] or b""):
-                raise GrammarError(f"{where}: the new pattern of {name} may end where the full "
-                                   f"grammar's may not", where=name, construct="profile subset")
-        ra, rb = sub.trans[a], sup.trans[b]
-        live = np.flatnonzero(ra >= 0)
-        if (rb[live] < 0).any():
-            raise GrammarError(f"{where}: the new pattern of {name} accepts lexemes the full "
-                               f"grammar's does not", where=name, construct="profile subset")
-        for x in live:
-            p = (int(ra[x]), int(rb[x]))
-            if p not in seen:
-                seen.add(p)
-                todo.append(p)
-
-
-def _first_bytes(dfa):
-    return set(np.flatnonzero(dfa.trans[0] >= 0).tolist())
-
-
-def _ends_in(dfa, byte_set):
-    """Per state: is every byte that leads into it in ``byte_set``? (So a lexeme ending there does.)"""
-    into = np.zeros((dfa.n_states, 256), dtype=bool)
-    src, byte = np.nonzero(dfa.trans >= 0)
-    into[dfa.trans[src, byte], byte] = True
-    ok = np.zeros(256, dtype=bool)
-    ok[list(byte_set)] = True
-    return [bool(row.any()) and not (row & ~ok).any() for row in into]
-
-
-def _guards(full, prof, origin, dropped, wb, where, unsplit=(), final=()):
-    """Bytes each profile terminal must not be followed by (invariants 2 and 3): ``{name: set}``.
-
-    Terminals in ``final`` end the document, so they need no guard."""
-    guards = {}
-    # 2. same cuts: pair every profile terminal v with the original u of every replaced or
-    # added terminal, where both can read the same bytes; where v may end and u goes on,
-    # forbid that byte after v (unless the word boundary already does).
-    for u in sorted(set(origin.values())):
-        fu = _first_bytes(full[u])
-        for v, dv in prof.items():
-            if fu & _first_bytes(dv):
-                for b in _lost_continuations(dv, full[u], prof, v, u, wb, where):
-                    guards.setdefault(v, set()).add(b)
-    # 3. no hidden comments
-    for c in sorted(dropped):
-        cd = full[c]
-        for b1 in np.flatnonzero(cd.trans[0] >= 0).tolist():
-            s1 = int(cd.trans[0, b1])
-            if cd.accepting[s1]:
-                # a one-byte comment start (MySQL's "#") is out of the profile
-                # when no profile lexeme starts with that byte
-                starts = [v for v, dv in prof.items() if dv.trans[0, b1] >= 0]
-                if starts:
-                    raise GrammarError(f"{where}: comment {c} can be one byte long and terminal "
-                                       f"{starts[0]} starts with that byte; it cannot be kept out of "
-                                       "the profile", where=c, construct="profile comment")
-                continue
-            for b2 in np.flatnonzero(cd.trans[s1] >= 0).tolist():
-                for v, dv in prof.items():
-                    s = int(dv.trans[0, b1])
-                    if s < 0:
-                        continue
-                    if dv.trans[s, b2] >= 0:
-                        raise GrammarError(
-                            f"{where}: terminal {v} has lexemes starting with {bytes([b1, b2])!r}, "
-                            f"where the full grammar starts the comment {c}",
-                            where=v, construct="profile comment")
-                    if dv.can_end(s, b2) and not (b1 in wb and b2 in wb):
-                        if b2 >= 0x80:
-                            raise GrammarError(f"{where}: cannot forbid non-ASCII byte {b2:#x} after "
-                                               f"{v}", where=v, construct="profile comment")
-                        guards.setdefault(v, set()).add(b2)
-    # 5. the engine's own tokens are never split: a one-byte lexeme "a" is not
-    # followed by "b" when the engine reads "ab" as one token (JavaScript "--").
-    for pair in unsplit:
-        b1, b2 = pair.encode()
-        for v, dv in prof.items():
-            s = int(dv.trans[0, b1])
-            if s >= 0 and dv.can_end(s, b2):
-                guards.setdefault(v, set()).add(b2)
-    for name in final:
-        guards.pop(name, None)
-    return guards
-
-
-def _lost_continuations(v, u, prof, vname, uname, wb, where):
-    """ASCII bytes after which a lexeme of ``v`` may end while ``u`` (an original) goes on.
-
-    A lexeme ``x`` both read: if ``v`` may end at ``x`` before byte ``b`` and
-    cannot read ``b`` itself, while ``u`` can, then greedy lexing in the full
-    grammar would go on where the profile stops; forbidding ``b`` after ``v``
-    removes that case.  Not needed where the word boundary already forbids a
-    lexeme starting with ``b`` after ``x``.  Non-ASCII ``b`` cannot be
-    forbidden by a lookahead: refused unless no profile terminal can start
-    with a character ``u`` can go on with.
-    """
-    out = set()
-    in_wb = _ends_in(v, wb) if wb else [False] * v.n_states
-    seen, todo = {(0, 0)}, [(0, 0)]
-    while todo:
-        a, b = todo.pop()
-        rv, ru = v.trans[a], u.trans[b]
-        if v.accepting[a]:
-            lost = np.flatnonzero((ru >= 0) & (rv < 0)).tolist()
-            for x in lost:
-                if not v.can_end(a, x) or (in_wb[a] and x in wb):
-                    continue
-                if x < 0x80:
-                    out.add(x)
-                elif _char_can_start_lexeme(u, int(ru[x]), x, prof):
-                    raise GrammarError(
-                        f"{where}: a lexeme of {vname} may end where the full grammar's {uname} goes on "
-                        f"with a non-ASCII character that starts a profile lexeme",
-                        where=vname, construct="profile cut")
-        for x in np.flatnonzero((rv >= 0) & (ru >= 0)).tolist():
-            p = (int(rv[x]), int(ru[x]))
-            if p not in seen:
-                seen.add(p)
-                todo.append(p)
-    return out
-
-
-def _char_can_start_lexeme(u, su, lead, prof):
-    """Can some profile terminal start with a character (lead byte ``lead``) that ``u`` reads from ``su``?"""
-    n_cont = 1 if lead < 0xE0 else 2 if lead < 0xF0 else 3
-    for dv in prof.values():
-        sv = int(dv.trans[0, lead])
-        if sv < 0:
-            continue
-        frontier = {(su, sv)}
-        for _ in range(n_cont):
-            nxt = set()
-            for a, b in frontier:
-                for x in range(0x80, 0xC0):
-                    na, nb = int(u.trans[a, x]), int(dv.trans[b, x])
-                    if na >= 0 and nb >= 0:
-                        nxt.add((na, nb))
-            frontier = nxt
-        if frontier:
-            return True
-    return False
-
-
-def _check_ignore_overlap(full, prof, origin, ignores, where):
-    """Invariant 4: a profile %ignore lexeme that an original terminal accepts, its replacement accepts."""
-    for v, u in origin.items():
-        if v in ignores:
-            continue
-        for i in ignores:
-            di, du, dp = prof[i], full[u], prof[v]
-            seen, todo = {(0, 0, 0)}, [(0, 0, 0)]
-            while todo:
-                a, b, c = todo.pop()
-                if di.accepting[a] and du.accepting[b] and (c < 0 or not dp.accepting[c]):
-                    raise GrammarError(
-                        f"{where}: a {i} lexeme that the full grammar scans as {u} "
-                        f"(where {u} is expected) is not a {v} lexeme of the profile",
-                        where=v, construct="profile ignore overlap")
-                for x in np.flatnonzero((di.trans[a] >= 0) & (du.trans[b] >= 0)).tolist():
-                    p = (int(di.trans[a, x]), int(du.trans[b, x]), int(dp.trans[c, x]) if c >= 0 else -1)
-                    if p not in seen:
-                        seen.add(p)
-                        todo.append(p)
-
-
 # ---------------------------------------------------------------------------
 # The new grammar
 # ---------------------------------------------------------------------------
 
-def _rebuild(g, patterns, dropped, fence, tables=None):
-    """``g`` with ``patterns`` (by terminal name), without ``dropped``, optionally fenced.
+def _rebuild(g, patterns, dropped, fence, tables=None, profile=None):
+    """``g`` with ``patterns`` (by terminal name), without ``dropped``, optionally fenced,
+    built as a ``type(g)`` whose ``profile`` is ``profile``.
 
     ``tables`` = ``(spec, names of the table terminals)``: the occurrences of
     ``spec.table_symbol`` in the rules of ``spec.table_rules`` become
     ``$table``, which derives exactly those terminals.
     """
-    from cfgmask.grammar import START_SYMBOL_NAME, Grammar
-
     T = g.n_terminals
     kept = [t for t in range(T) if g.terminal_names[t] not in dropped]
     real = [t for t in kept if not g.terminal_is_ignore[t]]
@@ -806,255 +589,10 @@ def _rebuild(g, patterns, dropped, fence, tables=None):
             body = [table if s == target else s for s in body]
         rules.append((lhs, body))
     at_start = {n for n, a in zip(g.terminal_names, g.terminal_at_start) if a}
-    out = Grammar(terminal_names=names, terminal_patterns=pats, terminal_flags=flags,
-                  terminal_is_ignore=[False] * n_real + [True] * len(ign),
-                  terminal_at_start=[n in at_start for n in names],
-                  nonterminal_names=nt_names, rules=rules, start=g.start,
-                  word_boundary=g.word_boundary, source=g.source)
-    out.rewritten_terminals = {n: w for n, w in g.rewritten_terminals.items() if n in names}
-    return out
-
-
-# ---------------------------------------------------------------------------
-# Rule-level restrictions: SQL columns and statement kinds, JSON layouts
-# ---------------------------------------------------------------------------
-# These only remove rule alternatives or put a nonterminal whose terminals are
-# sub-languages of the original's in place of one, so the profile stays a
-# sublanguage of the full grammar lexeme by lexeme (the new terminals pass the
-# same subset and cut checks as the others in apply()).
-
-COLUMN_NAME = "COLUMN_NAME"              # bare column names, where `name` stands (IDENT)
-COLUMN_EXPR = "COLUMN_EXPR"              # bare column names in expressions (EXPR_IDENT)
-COLUMN_NAME_QUOTED = "COLUMN_NAME_QUOTED"
-COLUMN_SYMBOL = "$column"
-COLUMN_EXPR_SYMBOL = "$column_expr"
-COLUMN_LIST_SYMBOL = "$column_list"
-
-# statements= kinds of the SQL profile -> the statement rule they stand for
-STATEMENT_KINDS = {"select": "select_stmt", "insert": "insert_stmt", "update": "update_stmt",
-                   "delete": "delete_stmt", "create": "create_table_stmt"}
-READ_ONLY = ("select",)  # SELECT, WITH ... SELECT and VALUES
-
-JSON_STYLES = ("pretty", "compact", "flexible")
-# compact, not pretty: on the demo's 6 JSON prompts (SmolLM2, 128 tokens) pretty
-# passed 2/6 (3/6 at 160 tokens): its newlines and indents spend the budget and
-# 4 outputs were cut; compact passed 6/6 (docs/generation.md, "JSON layout")
-JSON_DEFAULT_STYLE = "compact"
-JSON_INDENT = 2          # spaces per level (pretty), as json.dumps(indent=2)
-JSON_MAX_DEPTH = 16      # deeper levels keep this level's indentation (as cfgmask.frontends.json_schema's pretty)
-JSON_KEY = "KEY"
-JSON_SPACE = "SP"
-
-
-def _ws_name(k):
-    return f"NL_{k}"
-
-
-def _column_terminals(spec, columns, grammar, need):
-    """``COLUMN_NAME`` / ``COLUMN_EXPR`` (bare names, where the grammar's name / expression
-    identifier accepts them; absent when none does) and ``COLUMN_NAME_QUOTED`` (every name
-    in the dialect's quotes): ``{name: (pattern, original terminal)}``."""
-    out = {}
-    bare_terms = [(COLUMN_NAME, spec.name_terminal)]
-    if spec.column_expr_terminal != spec.name_terminal:
-        bare_terms.append((COLUMN_EXPR, spec.column_expr_terminal))
-    for new, orig in bare_terms:
-        rx = re.compile(grammar.terminal_patterns[grammar.terminal_names.index(need(orig, "column terminal"))])
-        bare, _ = _name_alternatives(columns, rx, spec.quote_char)
-        if bare:
-            out[new] = (bare, orig)
-    _, quoted = _name_alternatives(columns, None, spec.quote_char)
-    out[COLUMN_NAME_QUOTED] = (quoted, need(spec.quoted_name_terminal, "quoted name terminal"))
-    return out
-
-
-def _name_alternatives(names, bare_rx, quote_char):
-    """``(bare, quoted)`` regex alternations of ``names``: bare (ASCII letters in any case) the
-    names ``bare_rx`` fully matches (``None`` when there are none, or ``bare_rx`` is ``None``),
-    quoted every name in ``quote_char`` quotes (a quote inside doubled)."""
-    def any_case(name):
-        return "".join(f"[{c.upper()}{c.lower()}]" if c.isascii() and c.isalpha() else re.escape(c)
-                       for c in name)
-    bare = sorted({t for t in names if bare_rx is not None and bare_rx.fullmatch(t)}, key=lambda t: (-len(t), t))
-    q = quote_char
-    quoted = "|".join(re.escape(q + t.replace(q, q + q) + q) for t in names)
-    return ("|".join(any_case(t) for t in bare) if bare else None), quoted
-
-
-def _named(g):
-    """``g``'s rules as ``[(lhs name, [symbol names])]`` (rule 0 first)."""
-    return [(g.symbol_name(int(g.rule_lhs[r])), [g.symbol_name(s) for s in g.rule_body(r)])
-            for r in range(g.n_rules)]
-
-
-def _reshape(g, rules, new_terminals=()):
-    """A grammar with ``g``'s terminals (plus ``new_terminals``: ``{name: pattern}``) and the named
-    ``rules`` (rule 0 the start rule); nonterminals no rule reaches from the start and real
-    terminals no rule uses are left out."""
-    from cfgmask.grammar import Grammar
-    new_terminals = dict(new_terminals)
-    by_lhs = {}
-    for lhs, body in rules:
-        by_lhs.setdefault(lhs, []).append(body)
-    start = rules[0][0]
-    reach, todo = {start}, [start]
-    while todo:
-        for body in by_lhs.get(todo.pop(), ()):
-            for s in body:
-                if s in by_lhs and s not in reach:
-                    reach.add(s)
-                    todo.append(s)
-    rules = [(lhs, body) for lhs, body in rules if lhs in reach]
-    used = {s for _, body in rules for s in body}
-    missing = sorted(s for s in used if s not in by_lhs and s not in new_terminals and s not in g.terminal_names)
-    if missing:
-        raise GrammarError(f"profile rules use undefined symbols {', '.join(missing)}",
-                           where=missing[0], construct="profile")
-    old = [(n, p, f, ign, a) for n, p, f, ign, a in zip(g.terminal_names, g.terminal_patterns, g.terminal_flags,
-                                                        g.terminal_is_ignore, g.terminal_at_start)]
-    real = [t for t in old if not t[3] and t[0] in used] + \
-        [(n, p, frozenset(), False, False) for n, p in new_terminals.items()]
-    ign = [t for t in old if t[3]]
-    terms = real + ign
-    nts = [start] + [n for n in g.nonterminal_names if n in reach and n != start] + \
-        sorted(n for n in reach if n not in g.nonterminal_names)
-    sym = {n: i for i, n in enumerate(t[0] for t in terms)}
-    sym.update({n: len(terms) + i for i, n in enumerate(nts)})
-    out = Grammar(terminal_names=[t[0] for t in terms], terminal_patterns=[t[1] for t in terms],
-                  terminal_flags=[t[2] for t in terms], terminal_is_ignore=[t[3] for t in terms],
-                  terminal_at_start=[bool(t[4]) for t in terms], nonterminal_names=nts,
-                  rules=[(sym[lhs], [sym[s] for s in body]) for lhs, body in rules],
-                  start=g.start, word_boundary=g.word_boundary, source=g.source)
-    out.rewritten_terminals = {n: w for n, w in g.rewritten_terminals.items() if n in sym}
-    return out
-
-
-def _sql_rules(rules, spec, columns, statements, has_expr_terminal, where):
-    """The named ``rules`` with column positions restricted (``columns``: the $column terminals
-    exist) and only the ``statements`` kinds kept (``None``: all)."""
-    out = []
-    if statements is not None:
-        keep = {STATEMENT_KINDS[k] for k in statements}
-        rules = [(lhs, body) for lhs, body in rules
-                 if lhs != spec.statement_rule or len(body) != 1 or body[0] in keep]
-    if not columns:
-        return rules
-    bare = [s for s in columns if s != COLUMN_NAME_QUOTED]
-    expr = COLUMN_EXPR_SYMBOL if has_expr_terminal else COLUMN_SYMBOL
-    lists = set(spec.column_list_rules)
-    by_lhs = {}
-    for lhs, body in rules:
-        by_lhs.setdefault(lhs, []).append(body)
-    seen = set()
-    for lhs, body in rules:
-        if lhs == spec.column_ref_rule:
-            if len(body) == 1:          # c
-                body = [expr]
-            elif len(body) == 3:        # x.c: the qualifier (a table or an alias) is not checked
-                body = body[:2] + [COLUMN_SYMBOL]
-            else:                       # s.t.c: left out
-                continue
-            seen.add(len(body))
-        elif lhs in lists:
-            body = [COLUMN_LIST_SYMBOL if s == "name_list" else COLUMN_SYMBOL if s == "name" else s for s in body]
-        out.append((lhs, body))
-    if seen != {1, 3}:
-        raise GrammarError(f"{where}: rule {spec.column_ref_rule} has no 'name' and 'qualifier . name' "
-                           "forms (SPECS column_ref_rule)", where=spec.column_ref_rule, construct="profile spec")
-    missing = [r for r in lists if r not in by_lhs]
-    if missing:
-        raise GrammarError(f"{where}: the grammar has no rule {', '.join(missing)} (SPECS column_list_rules)",
-                           where=missing[0], construct="profile spec")
-    out += [(COLUMN_SYMBOL, [t]) for t in [x for x in bare if x == COLUMN_NAME] + [COLUMN_NAME_QUOTED]]
-    if has_expr_terminal:
-        out += [(COLUMN_EXPR_SYMBOL, [t]) for t in [x for x in bare if x == COLUMN_EXPR] + [COLUMN_NAME_QUOTED]]
-    # $column_list: a copy of name_list (and its own helper rules) with name -> $column
-    helpers = {n for n in by_lhs if n.startswith("__name_list")}
-    rename = {"name_list": COLUMN_LIST_SYMBOL, "name": COLUMN_SYMBOL}
-    rename.update({h: f"{COLUMN_LIST_SYMBOL}{h}" for h in helpers})
-    for lhs in ["name_list", *sorted(helpers)]:
-        for body in by_lhs.get(lhs, ()):
-            out.append((rename[lhs], [rename.get(s, s) for s in body]))
-    return out
-
-
-def _json_rules(rules, style):
-    """The named rules of json.lark's profile with one layout: ``compact`` (no whitespace) or
-    ``pretty`` (json.dumps(indent=2)'s: a line break and the level's indentation after ``{``,
-    ``[`` and ``,`` and before ``}`` and ``]``, ``": "`` after a key, nothing else)."""
-    head = [(lhs, body) for lhs, body in rules if lhs.startswith("$")]
-    # the start rule (start, or another rule chosen as the start) at the top level
-    top = {"start": "value", "value": "value", "object": "object", "array": "array", "member": "member"}
-    if style == "pretty":
-        top = {k: f"{v}_0" for k, v in top.items()}
-    out = [(lhs, [top.get(s, s) for s in body]) for lhs, body in head]
-    scalars = [["STRING"], ["NUMBER"], ["TRUE"], ["FALSE"], ["NULL"]]
-    if style == "compact":
-        out += [("value", ["object"]), ("value", ["array"])] + [("value", b) for b in scalars]
-        out += [("object", ["LBRACE", "RBRACE"]), ("object", ["LBRACE", "members", "RBRACE"]),
-                ("members", ["member"]), ("members", ["members", "COMMA", "member"]),
-                ("member", [JSON_KEY, "COLON", "value"]),
-                ("array", ["LSQB", "RSQB"]), ("array", ["LSQB", "items", "RSQB"]),
-                ("items", ["value"]), ("items", ["items", "COMMA", "value"])]
-        return out
-    D = JSON_MAX_DEPTH
-    for d in range(D + 1):
-        c = min(d + 1, D)  # the children's level
-        i, o = _ws_name(d + 1), _ws_name(d)
-        out += [(f"value_{d}", [f"object_{d}"]), (f"value_{d}", [f"array_{d}"])]
-        out += [(f"value_{d}", b) for b in scalars]
-        out += [(f"object_{d}", ["LBRACE", "RBRACE"]), (f"object_{d}", ["LBRACE", i, f"members_{d}", o, "RBRACE"]),
-                (f"members_{d}", [f"member_{d}"]), (f"members_{d}", [f"members_{d}", "COMMA", i, f"member_{d}"]),
-                (f"member_{d}", [JSON_KEY, "COLON", JSON_SPACE, f"value_{c}"]),
-                (f"array_{d}", ["LSQB", "RSQB"]), (f"array_{d}", ["LSQB", i, f"items_{d}", o, "RSQB"]),
-                (f"items_{d}", [f"value_{c}"]), (f"items_{d}", [f"items_{d}", "COMMA", i, f"value_{c}"])]
-    return out
-
-
-def _json_layout_terminals(style, max_key, string_pattern):
-    """``{name: (pattern, original terminal)}`` of the JSON layout's new terminals."""
-    out = {JSON_KEY: (cap_pattern(string_pattern, max_key, JSON_KEY), "STRING")}
-    if style == "pretty":
-        out[JSON_SPACE] = ("[ ]", "_WS")
-        for k in range(JSON_MAX_DEPTH + 2):
-            out[_ws_name(k)] = ("\\n" + (f"[ ]{{{JSON_INDENT * k}}}" if k else ""), "_WS")
-    return out
-
-
-def _as_tuple(value, what):
-    """``tuple(value)``, or the option named in a ConfigurationError when it is no collection."""
-    try:
-        return tuple(value)
-    except TypeError:
-        raise ConfigurationError(f"{what} must be a list of names, not {value!r:.40}") from None
-
-
-def _statement_kinds(statements, spec, grammar, base):
-    """``statements`` checked: a tuple of :data:`STATEMENT_KINDS` the grammar has (``"all"``: all of them)."""
-    if not spec.statement_rule:
-        raise ConfigurationError(f"the {base} profile takes no statements")
-    if isinstance(statements, str):
-        statements = [k.strip() for k in statements.split(",") if k.strip()]
-    statements = _as_tuple(statements, "statements")
-    have = set()
-    for r in range(grammar.n_rules):
-        if grammar.symbol_name(int(grammar.rule_lhs[r])) == spec.statement_rule:
-            have.update(grammar.symbol_name(s) for s in grammar.rule_body(r))
-    kinds = tuple(k for k, rule in STATEMENT_KINDS.items() if rule in have)
-    if "all" in statements:
-        return kinds
-    bad = [k for k in statements if k not in kinds]
-    if bad or not statements:
-        raise ConfigurationError(f"statements: {', '.join(map(repr, bad)) or 'none given'}; choose from "
-                                 f"{', '.join(kinds)} or all")
-    return statements
-
-
-def database_options(database, statements=None):
-    """The :func:`apply` options of the schema-aware SQL profile: ``tables`` and ``columns`` of
-    ``database`` (see :func:`cfgmask.frontends.sql_schema.read_schema`) and ``statements``, read-only
-    (:data:`READ_ONLY`) unless given."""
-    from cfgmask.frontends.sql_schema import read_schema
-    schema = read_schema(database)
-    return dict(tables=schema.table_names, columns=schema.column_names,
-                statements=READ_ONLY if statements is None else statements)
+    return type(g)(terminal_names=names, terminal_patterns=pats, terminal_flags=flags,
+                   terminal_is_ignore=[False] * n_real + [True] * len(ign),
+                   terminal_at_start=[n in at_start for n in names],
+                   nonterminal_names=nt_names, rules=rules, start=g.start,
+                   word_boundary=g.word_boundary, source=g.source,
+                   rewritten_terminals={n: w for n, w in g.rewritten_terminals.items() if n in names},
+                   profile=profile)

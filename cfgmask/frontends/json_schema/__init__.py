@@ -58,10 +58,11 @@ class SchemaLoosened(UserWarning):
 
 
 @bounded_errors
-def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escapes=DEFAULT_ESCAPES,
+def compile_schema(cls, schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escapes=DEFAULT_ESCAPES,
                    max_work=DEFAULT_MAX_WORK, time_limit_s=DEFAULT_TIME_LIMIT_S,
                    property_order=DEFAULT_PROPERTY_ORDER):
-    """Compile a JSON schema (dict, bool, JSON text or path) to a :class:`~cfgmask.grammar.Grammar`.
+    """Compile a JSON schema (dict, bool, JSON text or path) to a grammar of class ``cls``
+    (:class:`~cfgmask.grammar.Grammar`; ``Grammar.from_json_schema`` calls this).
 
     ``whitespace``: one of :data:`STYLES`.  ``escapes``: ``"canonical"``
     (strings spelled as ``json.dumps(..., ensure_ascii=False)`` spells them:
@@ -93,15 +94,20 @@ def compile_schema(schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escape
         norm = Normalizer(doc, strict=strict, budget=budget, property_order=property_order)
         builder = Builder(norm, whitespace, escapes)
         start = builder.run(frozenset([""]))
-        grammar = builder.grammar(start)
-    grammar.json_schema_info = {
-        "whitespace": whitespace, "escapes": escapes, "strict": strict,
-        "property_order": property_order,
-        "loosened": list(norm.loosened),
-        "front_end_s": time.perf_counter() - t0,
-        "work": budget.work,
-        "key_orders": _key_orders(norm),
-    }
+        fields = builder.grammar_fields(start)
+        info = {
+            "whitespace": whitespace, "escapes": escapes, "strict": strict,
+            "property_order": property_order,
+            "loosened": list(norm.loosened),
+            "front_end_s": time.perf_counter() - t0,
+            "work": budget.work,
+            "key_orders": _key_orders(norm),
+        }
+        # every terminal automaton was built (or found memoised) on the way here, and
+        # compiling the schema again in another process builds them again: the lexer
+        # tables are not worth a disk cache entry unless assembling them is slow
+        grammar = cls(**fields, terminal_automata_prebuilt=True, json_schema_info=info)
+        builder.remember_automata(grammar)
     if norm.loosened:
         warnings.warn(SchemaLoosened(norm.loosened), stacklevel=2)
     return grammar
@@ -130,12 +136,13 @@ def _key_orders(norm):
     return sorted(orders)
 
 
-def json_grammar(whitespace=DEFAULT_WHITESPACE, escapes=DEFAULT_ESCAPES):
-    """Any JSON value, written in ``whitespace`` style (for generation; see docs/json-schema.md).
+def json_grammar(cls, whitespace=DEFAULT_WHITESPACE, escapes=DEFAULT_ESCAPES):
+    """Any JSON value, written in ``whitespace`` style, as a ``cls`` (a
+    :class:`~cfgmask.grammar.Grammar`; for generation, see docs/json-schema.md).
 
     Exact RFC 8259 validation stays with the bundled ``grammars/json.lark``.
     """
-    return compile_schema(True, whitespace=whitespace, escapes=escapes)
+    return compile_schema(cls, True, whitespace=whitespace, escapes=escapes)
 
 
 def validate(instance, schema):

@@ -1,8 +1,10 @@
 """IR (``normalize.Node``) -> a flat :class:`~cfgmask.grammar.Grammar`, built directly.
 
 No Lark text is produced: the rules and terminal patterns go straight into
-the ``Grammar`` constructor, and terminal automata built here are handed to
-the regex memo (``regex.remember_dfa``), so ``cfgmask.compile`` finds them.
+the ``Grammar`` constructor (:meth:`Builder.grammar_fields` gives its
+arguments), and terminal automata built here are handed to the regex memo
+(``remember_dfa``, :meth:`Builder.remember_automata`), so ``cfgmask.compile``
+finds them.
 
 Layout (one whitespace style, see :data:`STYLES`):
 
@@ -28,7 +30,6 @@ whitespace; every rule productive and reachable.
 import json
 
 from cfgmask.errors import CompileBudgetExceeded, GrammarError
-from cfgmask.grammar import Grammar
 from cfgmask.automata import compile_regex, remember_dfa
 from cfgmask.frontends.json_schema import automata as A
 from cfgmask.frontends.json_schema import numbers as N
@@ -738,8 +739,9 @@ class Builder:
                               [A_(nxt, tuple(new_cs))])
 
     # ---- result
-    def grammar(self, start_sym):
-        """The cleaned-up :class:`Grammar` (productive, reachable), automata registered."""
+    def grammar_fields(self, start_sym):
+        """The cleaned-up grammar (productive, reachable): the arguments of the
+        :class:`~cfgmask.grammar.Grammar` constructor."""
         rules = self.rules
         n_nt = len(self.nt_names)
         # productive nonterminals, worklist style: each rule counts its unproven nonterminals
@@ -803,15 +805,14 @@ class Builder:
         terms = sorted(term_new, key=term_new.get)
         names = [self.term_names[t] for t in terms]
         patterns = [self.term_patterns[t] for t in terms]
-        g = Grammar(terminal_names=names, terminal_patterns=patterns,
+        return dict(terminal_names=names, terminal_patterns=patterns,
                     terminal_is_ignore=[False] * T, nonterminal_names=order_nt,
                     rules=out_rules, start="start", source="json-schema")
-        # every terminal automaton was built (or found memoised) on the way here, and
-        # compiling the schema again in another process builds them again: the lexer
-        # tables are not worth a disk cache entry unless assembling them is slow
-        g.terminal_automata_prebuilt = True
-        used = set(patterns)
+
+    def remember_automata(self, g):
+        """Hand the automata built here for ``g``'s terminals to the regex memo, pinned
+        while ``g`` lives."""
+        used = set(g.terminal_patterns)
         for text, dfa in self.pins:
             if text in used:
                 remember_dfa(text, dfa, owner=g)
-        return g
