@@ -126,7 +126,7 @@ def _key_orders(norm):
         elif isinstance(v, list):
             for x in v:
                 literal(x)
-    for node in norm._nodes.values():
+    for node in norm.built_nodes():
         for alt in node.alts:
             if alt.kind == "obj" and alt.props:
                 orders.add(tuple(n for n, _, _ in alt.props))

@@ -37,7 +37,7 @@ from cfgmask.frontends.json_schema import strings as S
 from cfgmask.frontends.json_schema.budget import MAX_CHUNKED_LENGTH, MAX_LITERAL_STATES, check_count
 from cfgmask.frontends.json_schema.errors import Unsupported
 from cfgmask.frontends.json_schema.loader import display
-from cfgmask.frontends.json_schema.normalize import integer_modulus
+from cfgmask.frontends.json_schema.numbers import integer_modulus
 from cfgmask.frontends.json_schema.validate import json_type
 
 STYLES = ("compact", "pretty", "flexible")
@@ -247,7 +247,7 @@ def number_dfa(num, pins):
         sign, digits, exp = m.normalize().as_tuple()
         p_, j = int("".join(map(str, digits))), -exp
         if j <= 0:
-            continue  # integral: handled as an integer (normalize._finish_number)
+            continue  # integral: handled as an integer (typed._finish_number)
         if p_ > 2000 or j > 12:
             raise Unsupported("multipleOf", f"multipleOf {m}: the digit automaton would be too large")
         dfa, text = A.decimal_multiple_dfa(p_, j, dfa, pins,

@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urldefrag, urljoin
 
 from cfgmask.errors import ConfigurationError, GrammarError
-from cfgmask.frontends.json_schema.keywords import check_keywords, check_values
+from cfgmask.frontends.json_schema.keywords import MAX_IN_PLACE_DEPTH, check_keywords, check_values
 
 DEFAULT_BASE = "https://cfgmask.invalid/schema.json"
 
@@ -44,9 +44,6 @@ SUBSCHEMA_ONE = ("not", "if", "then", "else", "additionalProperties", "additiona
 SUBSCHEMA_LIST = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
 SUBSCHEMA_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
                  "dependencies")
-# longest chain of schemas applied to one value in place (real schemas: 12 at most
-# in MaskBench's 11,305)
-MAX_IN_PLACE_DEPTH = 48
 # keywords that apply their subschemas to the value itself (not to a part of it)
 _IN_PLACE = frozenset(("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
                        "dependencies"))

@@ -17,8 +17,10 @@ shortest decimal that round-trips the bound's float).
 
 from decimal import Decimal, localcontext
 import math
+from math import gcd
 
 from cfgmask.frontends.json_schema.errors import Unsupported
+from cfgmask.frontends.json_schema.strings import split_fixed
 
 INTEGER = "(?:0|-?[1-9][0-9]*)"
 NUMBER = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
@@ -62,9 +64,8 @@ def _digit_class(a, b):
 
 def _fixed_range(lo, hi, width):
     """Regex for ``width``-digit strings (no leading zero unless width 1) with values lo..hi."""
-    from cfgmask.frontends.json_schema.strings import _split_fixed
     alts = []
-    for seq in _split_fixed(lo, hi, width, base=10):
+    for seq in split_fixed(lo, hi, width, base=10):
         out = []
         for a, b in seq:
             item = _digit_class(a, b)
@@ -279,3 +280,21 @@ def decimal_range_regex(minimum, exclusive_min, maximum, exclusive_max):
     if not alts:
         return None
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+def lcm(a, b):
+    return a * b // gcd(a, b)
+
+
+def integer_modulus(multiples):
+    """The integer k such that 'integer and multiple of every m' == 'multiple of k'."""
+    k = 1
+    for m in multiples:
+        sign, digits, exp = m.as_tuple()
+        num = int("".join(map(str, digits)))
+        den = 10 ** (-exp) if exp < 0 else 1
+        num *= 10 ** exp if exp > 0 else 1
+        # integer N is a multiple of num/den iff N*den is a multiple of num
+        step = num // gcd(num, den)
+        k = lcm(k, step)
+    return k

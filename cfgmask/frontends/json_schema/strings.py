@@ -96,7 +96,7 @@ def _hex_digit_class(a, b):
     return f"[{body}]"
 
 
-def _split_fixed(lo, hi, width, base=16):
+def split_fixed(lo, hi, width, base=16):
     """Cover the integers lo..hi (``width`` digits in ``base``) with digit-range sequences."""
     if width == 0:
         return [[]]
@@ -104,17 +104,17 @@ def _split_fixed(lo, hi, width, base=16):
     lo_d, lo_r = divmod(lo, p)
     hi_d, hi_r = divmod(hi, p)
     if lo_d == hi_d:
-        return [[(lo_d, lo_d)] + s for s in _split_fixed(lo_r, hi_r, width - 1, base)]
+        return [[(lo_d, lo_d)] + s for s in split_fixed(lo_r, hi_r, width - 1, base)]
     out = []
     if lo_r != 0:
-        out += [[(lo_d, lo_d)] + s for s in _split_fixed(lo_r, p - 1, width - 1, base)]
+        out += [[(lo_d, lo_d)] + s for s in split_fixed(lo_r, p - 1, width - 1, base)]
         lo_d += 1
     upper_partial = hi_r != p - 1
     mid_hi = hi_d - 1 if upper_partial else hi_d
     if lo_d <= mid_hi:
         out.append([(lo_d, mid_hi)] + [(0, base - 1)] * (width - 1))
     if upper_partial:
-        out += [[(hi_d, hi_d)] + s for s in _split_fixed(0, hi_r, width - 1, base)]
+        out += [[(hi_d, hi_d)] + s for s in split_fixed(0, hi_r, width - 1, base)]
     return out
 
 
@@ -122,7 +122,7 @@ def _hex4(ranges):
     """Regex for the 4-hex-digit spellings of the values in ``ranges`` (each <= 0xFFFF)."""
     alts = []
     for lo, hi in ranges:
-        for seq in _split_fixed(lo, hi, 4):
+        for seq in split_fixed(lo, hi, 4):
             alts.append("".join(_seq_item(a, b) for a, b in _compress(seq)))
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 

@@ -25,6 +25,7 @@ from functools import lru_cache
 
 from cfgmask.frontends.json_schema import strings as S
 from cfgmask.frontends.json_schema.errors import Unsupported
+from cfgmask.frontends.json_schema.loader import child
 from cfgmask.frontends.json_schema.numbers import to_decimal
 
 ANNOTATIONS = frozenset((
@@ -131,9 +132,10 @@ class Validator:
         self.doc = doc
 
     def valid(self, v, pointer):
-        return self._valid(v, self.doc.get(pointer), pointer)
+        return self.valid_schema(v, self.doc.get(pointer), pointer)
 
-    def _valid(self, v, s, ptr):
+    def valid_schema(self, v, s, ptr):
+        """Whether ``v`` is valid under the schema ``s`` found at pointer ``ptr``."""
         if s is True:
             return True
         if s is False:
@@ -157,9 +159,8 @@ class Validator:
         return True
 
     def _sub(self, v, ptr, *tokens):
-        from cfgmask.frontends.json_schema.loader import child
         p = child(ptr, *tokens)
-        return self._valid(v, self.doc.get(p), p)
+        return self.valid_schema(v, self.doc.get(p), p)
 
     def _keyword(self, key, val, v, jt, s, ptr, draft):
         if key == "type":
