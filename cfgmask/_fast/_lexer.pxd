@@ -69,7 +69,7 @@ cdef class LazyDFA:
     cdef int32_t fill(self, int32_t s, uint8_t b) except -2 nogil
     cdef int32_t fill_end(self, int32_t s, int cls) except -2 nogil
     cdef int32_t start_for(self, const uint64_t* allowed) except -2 nogil
-    cdef int32_t _fill(self, int32_t s, int cls) except -2 nogil
+    cdef int32_t fill_locked(self, int32_t s, int cls) except -2 nogil
     cdef int32_t _fill_end(self, int32_t s, int cls) except -2 nogil
     cdef int32_t _start_for(self, const uint64_t* allowed) except -2 nogil
     cdef int32_t _intern(self, const int32_t* key, int32_t n) except -2 nogil

@@ -453,12 +453,13 @@ cdef class LazyDFA:
         cdef int32_t r
         cfg_rmutex_lock(&self.lock)
         try:
-            r = self._fill(s, self.c.class_of[b])
+            r = self.fill_locked(s, self.c.class_of[b])
         finally:
             cfg_rmutex_unlock(&self.lock)
         return r
 
-    cdef int32_t _fill(self, int32_t s, int cls) except -2 nogil:
+    cdef int32_t fill_locked(self, int32_t s, int cls) except -2 nogil:
+        """:meth:`fill` for byte class ``cls``, the caller holding the lock (a cache build)."""
         cdef int nc = self.c.n_classes
         cdef int32_t known = self.c.trans[<int64_t>s * nc + cls]
         if known:

@@ -627,7 +627,7 @@ cdef class Runtime:
             walked += 1
             t = trans[s * nc + cls[b]] - 1      # under the lock: a plain read is current
             if t < 0:
-                t = self.dfa._fill(s, cls[b])
+                t = self.dfa.fill_locked(s, cls[b])
             if t != 0:
                 ls[d] = t
                 pb[d] = b

@@ -36,15 +36,12 @@ never cached.
 """
 
 import bisect
-import collections
 import sys
-import threading
-import time
 import unicodedata
 
 import numpy as np
 
-from cfgmask import cache
+from cfgmask import automata, cache
 from cfgmask.errors import GrammarError
 from cfgmask.automata import ByteDFA, CountedDFA, build_cost, byte_classes, compile_regex
 
@@ -228,13 +225,21 @@ class LexerTables:
                        follow_forbidden_at_eos=at_eos)
 
 
-_memory = collections.OrderedDict()
-_memory_lock = threading.Lock()
+class _TablesMemo(cache.BoundedMemo):
+    """The lexer tables of the last ``_MEMORY_CACHE_SIZE`` terminal sets (LRU), as
+    ``(meta, arrays)``; made without arguments (tests swap in an empty one)."""
+
+    __slots__ = ()
+
+    def __init__(self, size=_MEMORY_CACHE_SIZE):
+        super().__init__(size)
+
+
+_memory = _TablesMemo()
 
 
 def lexer_tables_key(patterns, max_states):
     """The cache key of the lexer tables of ``patterns`` (a dict)."""
-    from cfgmask import automata
     return {"format": LEXER_TABLES_FORMAT, "max_states": int(max_states),
             "patterns": list(patterns),
             # the regex parser and the Unicode tables come from this Python
@@ -258,32 +263,16 @@ def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progre
     (:class:`~cfgmask.errors.GrammarError`) are never cached, so a bad grammar
     raises the same error every time.
     """
-    # the rest of the disk key (code, Python and Unicode versions) is fixed in a process
-    memory_key = (tuple(patterns), int(max_states))
-    with _memory_lock:
-        arrays = _memory.get(memory_key)
-        if arrays is not None:
-            _memory.move_to_end(memory_key)
-            return LexerTables(arrays, "memory")
-    got = key = digest = None
-    if not prebuilt:
-        key = lexer_tables_key(patterns, max_states)
-        digest = cache.key_digest(key)
-        n = len(patterns)
-        got = cache.load("lexer", key, digest, lambda meta, arrays: check_tables(arrays, n))
-    if got is not None:
-        arrays, source = got[1], "disk"
-    else:
-        t0 = time.perf_counter()
-        arrays, source = _build_tables(names, patterns, max_states, progress), "built"
+    n = len(patterns)
+    _meta, arrays, source = cache.cached_build(
+        "lexer", None if prebuilt else (lambda: lexer_tables_key(patterns, max_states)),
+        lambda: ({"n_terminals": n}, _build_tables(names, patterns, max_states, progress)),
+        memo=_memory,
+        # the rest of the disk key (code, Python and Unicode versions) is fixed in a process
+        memory_key=(tuple(patterns), int(max_states)),
+        validate=lambda meta, arrays: check_tables(arrays, n),
         # what a fresh process would pay: this build plus the automata it found memoised
-        if not prebuilt and (time.perf_counter() - t0 + sum(build_cost(p) for p in patterns)
-                             > cache.PERSIST_ABOVE_S):
-            cache.store("lexer", key, {"n_terminals": len(patterns)}, arrays, digest)
-    with _memory_lock:
-        _memory[memory_key] = arrays
-        while len(_memory) > _MEMORY_CACHE_SIZE:
-            _memory.popitem(last=False)
+        persist=lambda build_s: build_s + sum(build_cost(p) for p in patterns) > cache.PERSIST_ABOVE_S)
     return LexerTables(arrays, source)
 
 
