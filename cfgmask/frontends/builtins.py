@@ -8,6 +8,7 @@ the caller gives (``cls.from_file`` / ``cls.from_lark``), so this module never
 imports :mod:`cfgmask.grammar`.
 """
 
+from importlib.resources import files
 from pathlib import Path
 
 from cfgmask.errors import ConfigurationError
@@ -24,7 +25,6 @@ NAMES = ("json", "sql", "javascript")
 def grammar_dir():
     """Where the bundled ``*.lark`` files live (installed package or source tree)."""
     try:
-        from importlib.resources import files
         # a namespace package's files() is a MultiplexedPath, whose str() is not a
         # path; the child it returns is a real one
         probe = files("cfgmask.grammars").joinpath("json.lark")

@@ -46,7 +46,11 @@ since Lark is the reference it is tested against, and warns.
 
 import re
 
+from cfgmask.automata import parse_pattern, unescaped_characters
 from cfgmask.errors import GrammarError
+
+# lark itself (~35 ms to import) is imported inside the functions that use it: a
+# grammar the disk cache holds never needs it (frontends/grammar_cache.py)
 
 __all__ = ["load", "ungrouped_alternations", "check_templates", "check_expansion_size",
            "MAX_TEMPLATE_DEPTH", "MAX_TEMPLATE_INSTANCES", "MAX_TEMPLATE_NAME_CHARS",
@@ -182,7 +186,6 @@ def _earley_would_refuse(terminals, rules, starts):
     """
     from lark.grammar import NonTerminal
     from lark.utils import categ_pattern
-    from cfgmask.automata import parse_pattern
 
     if len(set(rules)) != len(rules):
         return True
@@ -466,7 +469,6 @@ def check_expansion_size(rule_defs, instances, where="grammar"):
 
 def _has_top_level_bar(rx):
     """Whether the Python regex ``rx`` has a ``|`` outside every group and class."""
-    from cfgmask.automata import unescaped_characters
     depth = 0
     for _, c in unescaped_characters(rx):
         if c == "(":

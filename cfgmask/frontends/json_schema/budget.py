@@ -16,6 +16,7 @@ limit in the message, before any work is done.
 import contextlib
 import time
 
+from cfgmask.automata import progress
 from cfgmask.errors import CompileBudgetExceeded, ConfigurationError, GrammarError
 
 # 28x the most any of the 200 JSONSchemaBench schemas or the 8 stalled MaskBench ones
@@ -78,14 +79,13 @@ class Budget:
 
 @contextlib.contextmanager
 def active(budget):
-    """Let long automaton constructions (``regex`` subset construction) check the deadline."""
-    from cfgmask import automata as regex
-    old = getattr(regex.progress, "hook", None)
-    regex.progress.hook = budget.check_time if budget.deadline is not None else None
+    """Let long automaton constructions (the subset construction) check the deadline."""
+    old = getattr(progress, "hook", None)
+    progress.hook = budget.check_time if budget.deadline is not None else None
     try:
         yield budget
     finally:
-        regex.progress.hook = old
+        progress.hook = old
 
 
 def check_count(keyword, value, where, limit=MAX_COUNT, what=None):
