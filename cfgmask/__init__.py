@@ -1,11 +1,17 @@
 """cfgmask: exact grammar-constrained token masks for language models.
 
 Read the modules in this order to follow a grammar from ``.lark`` text to a
-bitmask: ``grammar`` (Lark -> flat CFG + terminal regexes), ``regex`` (regex ->
-byte DFA), ``lexer`` (terminal DFAs -> lazy union automaton), ``vocab`` and
-``trie`` (tokenizer -> token bytes -> flat token trie), ``compiler`` (glue),
-then the Cython runtime in ``_fast`` (``_lexer``, ``_earley``, ``_matcher``).
-Submodules are imported on first use so that ``import cfgmask`` stays cheap.
+bitmask (docs/architecture.md, "The map", has the layers and their import
+rules): ``grammar`` (the IR: flat CFG + terminal regexes), ``frontends``
+(``lark_loader`` and ``lark_frontend``: Lark text -> IR; ``json_schema``:
+schema -> IR), ``automata`` (regex -> byte DFA), then ``engine``: ``lexer``
+(terminal DFAs -> lazy union automaton tables), ``vocab`` and ``trie``
+(tokenizer -> token bytes -> flat token trie), ``prepared``, ``slices``,
+``compiler`` (glue), and the Cython runtime in ``_fast`` (``_lexer``,
+``_earley``, ``_runtime``, ``_matcher``).  The integrations (``hf``,
+``generate``, ``vllm``, ``kernels``) apply the masks; ``app`` is the console
+script.  Submodules are imported on first use so that ``import cfgmask``
+stays cheap.
 """
 
 __version__ = "0.1.0"
