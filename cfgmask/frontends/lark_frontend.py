@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path
 
 from cfgmask.errors import GrammarError, GrammarWarning
-from cfgmask.frontends import grammar_cache, lark_loader
+from cfgmask.frontends import grammar_cache
 from cfgmask.frontends.cfg import START_SYMBOL_NAME
 
 __all__ = ["load", "load_file", "normalise", "word_boundary_bytes", "LARK_IDIOMS"]
@@ -81,7 +81,10 @@ def load(cls, text, start="start", *, import_paths=(), word_boundary=None, sourc
         _warn(g)
         return g
     # Lark loads it; every failure (bad regex, missing %import, runaway templates,
-    # deep nesting) comes out as a GrammarError (see lark_loader)
+    # deep nesting) comes out as a GrammarError (see lark_loader).  Imported on a
+    # miss only: lark_loader imports cfgmask.automata (~15 ms), which a process
+    # that loads cached grammars without compiling them never needs
+    from cfgmask.frontends import lark_loader
     parser, used_files = lark_loader.load(text, start, [p if callable(p) else str(p) for p in import_paths],
                                           source)
     if word_boundary is None:
@@ -177,6 +180,7 @@ def _at_start(fields, text, lark_terminals):
 
 def _load_warnings(parser, source):
     """The warnings (:class:`GrammarWarning`) of a loaded Lark grammar, as ``[[where, message]]``."""
+    from cfgmask.frontends import lark_loader  # (imported by load, on a miss)
     where = source or "grammar"
     out = []
     for name, piece, joined in lark_loader.ungrouped_alternations(parser):
