@@ -19,12 +19,16 @@ pointer (``strict=True``), or is over-approximated with a
 (``strict=False``).  The departures from the specification are listed in
 docs/json-schema.md.
 
-The package splits the job: ``loader`` (documents, drafts, ``$ref``),
-``normalize`` (schemas -> typed alternatives), ``strings`` and ``numbers``
-(scalar languages as regexes), ``automata`` (direct DFA constructions and
-set operations), ``emit`` (alternatives -> grammar rules), ``validate``
-(instances), ``serialize`` (values written the way a schema grammar accepts
-them), ``cli`` (``cfgmask check/generate --schema``).
+The package splits the job: ``keywords`` (keyword values checked first),
+``loader`` (documents, drafts, ``$ref``), ``normalize`` (schemas -> typed
+alternatives, the ``nodes``; its parts ``cases`` for the disjunctive
+keywords, ``negation`` for ``not`` and ``typed`` for the per-type
+intersection), ``strings`` and ``numbers`` (scalar languages as regexes),
+``automata`` (direct DFA constructions), ``emit`` (alternatives -> grammar
+rules), ``budget`` (the compile bounds), ``validate`` (instances),
+``serialize`` (values written the way a schema grammar accepts them).
+``cfgmask check/generate --schema`` is the application's
+(:mod:`cfgmask.app.schema_source`).
 """
 
 import time

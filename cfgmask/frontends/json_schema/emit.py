@@ -1,4 +1,4 @@
-"""IR (``normalize.Node``) -> a flat :class:`~cfgmask.grammar.Grammar`, built directly.
+"""IR (``nodes.Node``) -> a flat :class:`~cfgmask.grammar.Grammar`, built directly.
 
 No Lark text is produced: the rules and terminal patterns go straight into
 the ``Grammar`` constructor (:meth:`Builder.grammar_fields` gives its
@@ -102,7 +102,7 @@ def _compile(text, name, keyword):
 
 
 def string_dfa(st, norm, pins, canonical=False):
-    """``(dfa, text)`` of a :class:`~.normalize.Str` alternative as one whole-string terminal.
+    """``(dfa, text)`` of a :class:`~.nodes.Str` alternative as one whole-string terminal.
 
     A ``maxLength`` whose product with the other constraints would be too
     large an automaton becomes a character counter stepped next to it
@@ -206,7 +206,7 @@ def _bound_keyword(num):
 
 
 def number_dfa(num, pins):
-    """``(dfa, text)`` of a :class:`~.normalize.Num` alternative, or None if empty."""
+    """``(dfa, text)`` of a :class:`~.nodes.Num` alternative, or None if empty."""
     if num.integer:
         lo, hi = N.integer_bounds(num.lo, num.lo_excl, num.hi, num.hi_excl)
         text = N.integer_range_regex(lo, hi)
