@@ -13,7 +13,7 @@ What is timed is one ``fill_bitmask`` call per position, as in
 ``run_masks.py``; the report gives p50/p90/p99/mean per grammar and B/A.
 
 usage:
-  python benchmarks/ab_grammar.py OLD.lark NEW.lark [--grammar javascript]
+  python -m benchmarks.ab_grammar OLD.lark NEW.lark [--grammar javascript]
       [--docs 14] [--rounds 3] [--tokenizer smollm2]
 
 ``--grammar`` picks the documents (benchmarks/workload.py). To get the old
@@ -21,18 +21,12 @@ grammar of a commit: ``git show REV:grammars/javascript.lark > /tmp/old.lark``.
 """
 import argparse
 import gc
-import os
 import statistics
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-
-import cfgmask  # noqa: E402
-import engines  # noqa: E402
-import workload  # noqa: E402
+import cfgmask
+from benchmarks import engines, workload
 
 
 def _replay(compiled, bitmask, ids, out=None):

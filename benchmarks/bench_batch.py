@@ -20,7 +20,7 @@ STEPS = 10
 @pytest.fixture(scope="module")
 def sql_tekken():
     try:
-        return run_batch.load()      # tests/vocabs.py skips when tekken is not installed
+        return run_batch.load()      # support/vocabs.py skips when tekken is not installed
     except FileNotFoundError as e:
         pytest.skip(str(e))
 

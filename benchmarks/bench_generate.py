@@ -2,7 +2,7 @@
 
 Run as a script (prints the tables of docs/generation.md)::
 
-    CFGMASK_BENCH_THREADS=1 python benchmarks/bench_generate.py [--rounds 2] [--batches 1,8,32]
+    CFGMASK_BENCH_THREADS=1 python -m benchmarks.bench_generate [--rounds 2] [--batches 1,8,32]
 
 or through pytest (``pytest benchmarks/bench_generate.py --benchmark-enable -s``;
 without ``--benchmark-enable`` each part runs once, small, as a smoke test).
@@ -47,9 +47,6 @@ import statistics
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 # A JSON object with fixed keys, one whitespace style, bounded values (what a
 # JSON schema with required properties and maxLength compiles to).

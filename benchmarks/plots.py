@@ -16,9 +16,9 @@ Reads the raw results that ``run_masks.py --write`` keeps in
 
 Usage::
 
-    python benchmarks/plots.py                          # benchmarks/results/masks.json -> docs/img/
-    python benchmarks/plots.py --json /tmp/run.json --out /tmp/img
-    python benchmarks/run_masks.py --write --plots      # measure, write the tables and the plots
+    python -m benchmarks.plots                          # benchmarks/results/masks.json -> docs/img/
+    python -m benchmarks.plots --json /tmp/run.json --out /tmp/img
+    python -m benchmarks.run_masks --write --plots      # measure, write the tables and the plots
 
 Needs matplotlib (``pip install 'cfgmask[bench]'``).
 """

@@ -5,7 +5,7 @@
 a serving engine makes once per decoding step.  This times it the way a
 server uses it:
 
-* the SQL grammar and the tekken 131k vocabulary (``tests/vocabs.py``; the
+* the SQL grammar and the tekken 131k vocabulary (``support/vocabs.py``; the
   Llama-3 128k tokenizer is not installed here, tekken is the same size class);
 * ``rows`` matchers replay real Spider queries (benchmarks/workload.py, each a
   different query, each starting at a different token so the rows are in
@@ -27,9 +27,10 @@ Targets (issue 26): idle, 2 threads <= 0.6x of 1 thread; busy, <= 1.1x.
 
 Usage::
 
-    python benchmarks/run_batch.py                 # 8, 16, 64 rows, idle and busy (about 1 min)
-    python benchmarks/run_batch.py --rows 16 --settings busy
-    python benchmarks/run_batch.py --json out.json
+    python -m benchmarks.run_batch                 # 8, 16, 64 rows, idle and busy (about 1 min)
+    python -m benchmarks.run_batch --rows 16 --settings busy
+    python -m benchmarks.run_batch --json out.json
+    PYTHONPATH=DIR:. python -P -m benchmarks.run_batch   # the cfgmask built in DIR (-P: Python 3.11+)
 """
 
 import argparse
@@ -42,11 +43,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.append(ROOT)   # after PYTHONPATH: a build elsewhere can be measured with the same script
-
-import cfgmask  # noqa: E402
+import cfgmask
 
 TARGETS = {"idle": 0.6, "busy": 1.1}
 
@@ -82,7 +79,7 @@ def busy_cores(n, seconds):
 def load(n_docs=64, min_tokens=40):
     """``(compiled, docs)``: the SQL grammar on tekken and ``n_docs`` tokenized Spider queries."""
     from benchmarks import workload
-    from tests import vocabs as V
+    from support import vocabs as V
     vocab = V.tekken_vocab()
     enc = V.tekken_encoding()
     compiled = cfgmask.compile(cfgmask.Grammar.builtin("sql"), vocab)

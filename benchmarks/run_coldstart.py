@@ -26,7 +26,7 @@ The machine is shared and its timings noisy: each cell is the median of
 each process before the median.  llguidance gets Lark text behind
 ``%llguidance {"allow_initial_skip": true}`` as in benchmarks/engines.py.
 
-Run: ``python benchmarks/run_coldstart.py [--repeat 3] [--json out.json]``;
+Run: ``python -m benchmarks.run_coldstart [--repeat 3] [--json out.json]``;
 ``--smoke`` (for CI): json.lark and one schema, one process each, JSON on
 stdout, no llguidance needed.
 """
@@ -42,8 +42,6 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 MANIFEST = os.path.join(ROOT, "benchmarks", "coldstart_grammars.json")
 LLG_PREFIX = '%llguidance {"allow_initial_skip": true}\n'

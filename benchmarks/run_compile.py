@@ -23,8 +23,8 @@ same run.
 
 Usage::
 
-    python benchmarks/run_compile.py            # prints the table (about 1 minute)
-    python benchmarks/run_compile.py --write    # ... and writes it into README.md and docs/performance.md
+    python -m benchmarks.run_compile            # prints the table (about 1 minute)
+    python -m benchmarks.run_compile --write    # ... and writes it into README.md and docs/performance.md
 """
 
 import argparse
@@ -36,14 +36,12 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-import cfgmask  # noqa: E402
-from benchmarks import doc_blocks  # noqa: E402
-from benchmarks.engines import (TOKENIZER_LABELS, TOKENIZERS, CfgmaskEngine,  # noqa: E402
+import cfgmask
+from benchmarks import doc_blocks
+from benchmarks.engines import (TOKENIZER_LABELS, TOKENIZERS, CfgmaskEngine,
                                 LLGuidanceEngine, Tok, Unavailable)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 BLOCK = "run_compile:table"
 DOCS = (os.path.join(ROOT, "README.md"), os.path.join(ROOT, "docs", "performance.md"))
@@ -147,7 +145,7 @@ def main(argv=None):
     ap.add_argument("--write", action="store_true", help="write the table into README.md and docs/performance.md")
     args = ap.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
-    command = "python benchmarks/run_compile.py" + (" " + shlex.join(argv) if argv else "")
+    command = "python -m benchmarks.run_compile" + (" " + shlex.join(argv) if argv else "")
     started = time.perf_counter()
     tok = Tok(args.tokenizer)
     cfg = CfgmaskEngine()

@@ -14,7 +14,7 @@ MaskBench (guidance-ai/jsonschemabench, ``maskbench/data/``) that never
 answered in 60 s, read from ``--real DIR`` (one ``<name>.json`` MaskBench file
 each: the schema is its ``"schema"`` member) when given.
 
-    python benchmarks/run_compile_bounds.py [--timeout 60] [--real DIR] [--only SUBSTR]
+    python -m benchmarks.run_compile_bounds [--timeout 60] [--real DIR] [--only SUBSTR]
 """
 
 import argparse

@@ -24,8 +24,8 @@ after the first schemas (that is how a server runs); ``--cold`` clears it
 before every schema.  ``--suite`` prints the JSON-Schema-Test-Suite counts
 per keyword instead.  Timings on a shared machine are noisy: compare ratios.
 
-    python benchmarks/run_json_schema.py [--limit N] [--samples 3] [--cold]
-    python benchmarks/run_json_schema.py --suite
+    python -m benchmarks.run_json_schema [--limit N] [--samples 3] [--cold]
+    python -m benchmarks.run_json_schema --suite
 """
 
 import argparse
@@ -41,14 +41,12 @@ import warnings
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+import cfgmask
+from cfgmask import Grammar, GrammarError
+from cfgmask.frontends.json_schema import compile_schema
+from cfgmask.frontends.json_schema.serialize import serialize
 
-import cfgmask  # noqa: E402
-from cfgmask import Grammar, GrammarError  # noqa: E402
-from cfgmask.frontends.json_schema import compile_schema  # noqa: E402
-from cfgmask.frontends.json_schema.serialize import serialize  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def corpora_root():
@@ -86,7 +84,7 @@ class Tok:
         if d is not None and (d / "tokenizer.json").is_file():
             self.hf = transformers.AutoTokenizer.from_pretrained(str(d), local_files_only=True)
         else:
-            from tests.vocabs import smollm2_tokenizer
+            from support.vocabs import smollm2_tokenizer
             self.hf = smollm2_tokenizer()
         self.vocab = cfgmask.Vocabulary.from_hf(self.hf)
         self.vocab.trie()
@@ -278,7 +276,7 @@ def clear_cfgmask_caches():
 
 def run(limit=None, engines=("cfgmask", "llguidance", "xgrammar"), samples=3, cold=False, seed=0,
         progress=True):
-    from tests.test_json_schema_support import jsonschema_errors
+    from support.json_schema import jsonschema_errors
     files = bench_files()
     if limit:
         files = files[::max(1, len(files) // limit)][:limit]
@@ -402,7 +400,7 @@ def tables(res, engines):
 def suite_counts(engines=("cfgmask", "llguidance", "xgrammar")):
     """JSON-Schema-Test-Suite draft2020-12, per keyword file: groups compiled per engine, and
     cfgmask's agreement with the labels (serialised in compact style, byte by byte)."""
-    from tests.test_json_schema_support import BYTES
+    from support.json_schema import BYTES
     root = os.path.join(corpora_root(), "json", "json-schema-test-suite", "tests", "draft2020-12")
     tok = Tok() if set(engines) - {"cfgmask"} else None
     others = [ENGINES[e](tok) for e in engines if e != "cfgmask"]

@@ -52,9 +52,9 @@ timeout and checks that the runner works (exit status 1 if an engine could
 not run at all); without the MaskBench data it takes 5 of the 200 public
 JSONSchemaBench schemas in the shared corpora (``$CFGMASK_CORPORA``).
 
-    python benchmarks/run_maskbench.py --smoke
-    python benchmarks/run_maskbench.py --sample 300 --out /tmp/maskbench.json --plots docs/img
-    python benchmarks/run_maskbench.py --full --timeout 60 --out /tmp/maskbench-full.json
+    python -m benchmarks.run_maskbench --smoke
+    python -m benchmarks.run_maskbench --sample 300 --out /tmp/maskbench.json --plots docs/img
+    python -m benchmarks.run_maskbench --full --timeout 60 --out /tmp/maskbench-full.json
 
 Output: a JSON results file (``--out``; meta, per-engine summary, per-schema
 outcomes and timings) and a printed table.  ``--plots DIR`` draws the TBM and
@@ -75,8 +75,6 @@ import time
 import warnings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 JSB_COMMIT = "ba103c73756198dd9b149ddc7db7867da7a077f6"
 JSB_REPO = "https://github.com/guidance-ai/jsonschemabench"

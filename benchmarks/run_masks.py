@@ -41,12 +41,12 @@ Rules of the measurement:
 
 Usage::
 
-    python benchmarks/run_masks.py                  # everything (about 4 min on this 2-core machine)
-    python benchmarks/run_masks.py --write          # ... and write docs/performance.md + README.md
-    python benchmarks/run_masks.py --from-json benchmarks/results/masks.json   # re-render a saved run
-    python benchmarks/run_masks.py --grammars sql --tokenizers smollm2 --warm 10   # a quick look
-    python benchmarks/run_masks.py --smoke          # 1 cold + 1 warm document each (CI)
-    python benchmarks/run_masks.py --write --plots  # ... and the plots in docs/img (benchmarks/plots.py)
+    python -m benchmarks.run_masks                  # everything (about 4 min on this 2-core machine)
+    python -m benchmarks.run_masks --write          # ... and write docs/performance.md + README.md
+    python -m benchmarks.run_masks --from-json benchmarks/results/masks.json   # re-render a saved run
+    python -m benchmarks.run_masks --grammars sql --tokenizers smollm2 --warm 10   # a quick look
+    python -m benchmarks.run_masks --smoke          # 1 cold + 1 warm document each (CI)
+    python -m benchmarks.run_masks --write --plots  # ... and the plots in docs/img (benchmarks/plots.py)
 
 ``--json PATH`` keeps the raw numbers.  Corpora: ``$CFGMASK_CORPORA`` (else
 ``../shared/corpora``); the JavaScript corpus must be materialised first
@@ -65,13 +65,11 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from benchmarks import doc_blocks, workload  # noqa: E402
-from benchmarks.engines import (ENGINES, GRAMMARS, TOKENIZER_LABELS, TOKENIZERS, Tok,  # noqa: E402
+from benchmarks import doc_blocks, workload
+from benchmarks.engines import (ENGINES, GRAMMARS, TOKENIZER_LABELS, TOKENIZERS, Tok,
                                 Unavailable, engine_versions)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 DEFAULT_COLD = 3
 DEFAULT_WARM = 37
@@ -514,7 +512,7 @@ def main(argv=None):
         if unknown:
             ap.error(f"unknown {kind} {', '.join(unknown)}; choose from {', '.join(known)}")
     argv = sys.argv[1:] if argv is None else argv
-    command = "python benchmarks/run_masks.py" + (" " + shlex.join(argv) if argv else "")
+    command = "python -m benchmarks.run_masks" + (" " + shlex.join(argv) if argv else "")
     if args.from_json:
         with open(args.from_json, encoding="utf-8") as f:
             results = json.load(f)

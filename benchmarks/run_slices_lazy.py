@@ -16,7 +16,7 @@ end, slices built in every mode but ``off``.
 (a copy of the tree before this change, its compiled extensions included)
 with its default slices, in runs that alternate with the others.
 
-Run: ``python benchmarks/run_slices_lazy.py [--repeat 3] [--modes eager,lazy,off] [--before-src DIR] [grammar ...]``
+Run: ``python -m benchmarks.run_slices_lazy [--repeat 3] [--modes eager,lazy,off] [--before-src DIR] [grammar ...]``
 """
 
 import argparse
@@ -34,8 +34,7 @@ DUMP = os.path.join(tempfile.gettempdir(), "cfgmask-smollm2-token-bytes.pkl")
 
 def _dump():
     if not os.path.exists(DUMP):
-        sys.path.insert(0, ROOT)
-        from tests import vocabs
+        from support import vocabs
         v = vocabs.smollm2_vocab()
         with open(DUMP + ".tmp", "wb") as f:
             pickle.dump((list(v.token_bytes), list(v.eos_token_ids), v.vocab_size), f)

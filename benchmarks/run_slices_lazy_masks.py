@@ -10,12 +10,11 @@ slices derived in the background once the walk is hot), ``lazywait`` (lazy,
 state) or ``off``.  Prints one JSON line (µs; ``before_*``: fills before the
 lazy slices were published).
 
-Run: ``for m in eager lazywait lazy off; do CFGMASK_CACHE_DIR=$(mktemp -d) python benchmarks/run_slices_lazy_masks.py sql $m; done``
+Run: ``for m in eager lazywait lazy off; do CFGMASK_CACHE_DIR=$(mktemp -d) python -m benchmarks.run_slices_lazy_masks sql $m; done``
 """
-import sys, time, os, json, statistics, pickle
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import sys, time, json, statistics, pickle
 import numpy as np, cfgmask
-from tests import vocabs as V, corpora
+from support import vocabs as V, corpora
 grammar, mode = sys.argv[1], sys.argv[2]
 tok = V.smollm2_tokenizer()
 vocab = V.smollm2_vocab()

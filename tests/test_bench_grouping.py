@@ -1,13 +1,6 @@
 """The grouped pytest-benchmark output of benchmarks/conftest.py (names and the ratio summary)."""
 
-import os
-import sys
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from benchmarks.conftest import bench_group, ratio_table  # noqa: E402
+from benchmarks.conftest import bench_group, ratio_table
 
 
 def test_engines_of_one_workload_share_a_group():

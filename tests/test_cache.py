@@ -391,7 +391,7 @@ def test_grammar_errors_are_not_cached(cdir):
     ("sql", b"SELECT a, count(*) FROM t WHERE b = 'x' GROUP BY a"),
 ])
 def test_masks_are_identical_with_and_without_caches(cdir, monkeypatch, name, doc):
-    from tests.vocabs import sp_vocab
+    from support.vocabs import sp_vocab
     vocab = sp_vocab()
     text = Grammar.builtin_path(name).read_text()
 

@@ -113,7 +113,7 @@ def tiny_model_dir(tmp_path_factory):
     if d is not None and (d / "tokenizer.json").is_file():
         tok = transformers.AutoTokenizer.from_pretrained(str(d), local_files_only=True)
     else:
-        from tests.vocabs import smollm2_tokenizer
+        from support.vocabs import smollm2_tokenizer
         tok = smollm2_tokenizer()
     cfg = transformers.LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                    num_key_value_heads=4, intermediate_size=128, vocab_size=len(tok),

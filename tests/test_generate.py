@@ -52,7 +52,7 @@ def tok():
         d = None
     if d is not None and (d / "tokenizer.json").is_file():
         return transformers.AutoTokenizer.from_pretrained(str(d), local_files_only=True)
-    from tests.vocabs import smollm2_tokenizer
+    from support.vocabs import smollm2_tokenizer
     return smollm2_tokenizer()
 
 

@@ -9,28 +9,21 @@
   timeouts reported apart); at least 95% of the ES5 and 90% of the ES2015+
   files must parse.
 
-The documents are checked in worker processes by
-benchmarks/coverage/run_coverage.py (the same code that writes the
+The documents are checked in worker processes by support/coverage.py
+(the same code with which benchmarks/coverage/run_coverage.py writes the
 committed results and docs/grammars.md's tables). Set CFGMASK_COVERAGE_JOBS
 for more workers (default 2) and CFGMASK_JS_TIMEOUT for the per-file limit
 in seconds (default 300); expect about an hour per checker for JavaScript on
 one core.
 """
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests import corpora
+from support import corpora
 from tests.test_grammars_lark import JSON_I_ACCEPTED
 
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks" / "coverage"))
-sys.path.insert(0, str(REPO / "tools"))
-sys.path.insert(0, str(REPO / "tests"))
 
 JOBS = int(os.environ.get("CFGMASK_COVERAGE_JOBS", "2"))
 JS_TIMEOUT = int(os.environ.get("CFGMASK_JS_TIMEOUT", "300"))
@@ -38,9 +31,9 @@ JS_TIMEOUT = int(os.environ.get("CFGMASK_JS_TIMEOUT", "300"))
 
 def _run(grammar, checkers, **kw):
     pytest.importorskip("regex", reason="greedy lexing check needs the regex module")
-    import run_coverage
+    from support import coverage
 
-    return run_coverage.run(grammar, checkers, jobs=JOBS, **kw)
+    return coverage.run(grammar, checkers, jobs=JOBS, **kw)
 
 
 def _rate(records, checker):

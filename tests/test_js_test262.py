@@ -2,9 +2,9 @@
 
 pass/ files must be accepted and fail/ files rejected, from the start rule
 of their goal (``script``, or ``module`` for ``*.module.js``), by cfgmask
-itself with a vocabulary of the 256 single bytes (benchmarks/coverage/
-run_test262.py, which also writes the committed results). The files whose
-verdict is known to differ are listed below with the reason; any other
+itself with a vocabulary of the 256 single bytes (support/test262.py, with
+which benchmarks/coverage/run_test262.py also writes the committed results).
+The files whose verdict is known to differ are listed below with the reason; any other
 difference fails, and so does a listed file that starts to pass (update the
 lists and docs/grammars.md).
 
@@ -12,17 +12,10 @@ The default run checks a spread sample of each directory; ``-m slow`` the
 whole corpus (about 10 s) and node --check on the listed files.
 """
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests import corpora
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks" / "coverage"))
-
-import run_test262  # noqa: E402
+from support import corpora, test262
 
 # pass/ files the grammar rejects.
 PASS_REJECTED = {
@@ -62,7 +55,7 @@ FAIL_ACCEPTED = {
 @pytest.fixture(scope="module")
 def checker():
     corpora.require("js/test262-parser-tests", "test262 parser tests")
-    return run_test262.Checker()
+    return test262.Checker()
 
 
 def _wrong(records):
@@ -76,17 +69,17 @@ def _wrong(records):
 
 
 def test_sample(checker):
-    records = run_test262.run(checker, dirs=("pass", "fail"), limit=200)
+    records = test262.run(checker, dirs=("pass", "fail"), limit=200)
     assert len(records) == 400
     assert not _wrong(records)
 
 
 def test_known_differences(checker):
     """Every listed file still behaves as listed (cheap: only those files)."""
-    root = run_test262.corpus_dir()
+    root = test262.corpus_dir()
     for d, names, want in (("pass", PASS_REJECTED, False), ("fail", FAIL_ACCEPTED, True)):
         for name in sorted(names):
-            ok, _ = checker.check((root / d / name).read_bytes(), run_test262.is_module(name))
+            ok, _ = checker.check((root / d / name).read_bytes(), test262.is_module(name))
             assert ok == want, (d, name)
 
 
@@ -221,13 +214,13 @@ def test_update_operator_not_split_node():
     if shutil.which("node") is None:
         pytest.skip("node not installed")
     for src, ok in UPDATE_SPLIT:
-        assert run_test262.node_check(src.encode(), False) == ok, src
+        assert test262.node_check(src.encode(), False) == ok, src
 
 
 @pytest.mark.slow
 def test_full_corpus(checker):
-    records = run_test262.run(checker, dirs=("pass", "fail"))
-    summary = run_test262.summarize(records)
+    records = test262.run(checker, dirs=("pass", "fail"))
+    summary = test262.summarize(records)
     assert summary["pass"]["files"] == 1983 and summary["fail"]["files"] == 729
     assert not _wrong(records)
     assert summary["pass"]["accepted"] / 1983 >= 0.99
@@ -243,6 +236,6 @@ def test_listed_fail_files_node():
     newer = ["0d5e450f1da8a92a.js", "748656edbfb2d0bb.js", "79f882da06f88c9f.js", "92b6af54adef3624.js",
              "98204d734f8c72b3.js", "ef81b93cf9bdb4ec.js", "e3fbcf63d7e43ead.js"]
     for name in newer:
-        assert run_test262.node_check((root / "fail" / name).read_bytes(), False), name
+        assert test262.node_check((root / "fail" / name).read_bytes(), False), name
     for name in sorted(FAIL_ACCEPTED - set(newer)):
-        assert not run_test262.node_check((root / "fail" / name).read_bytes(), run_test262.is_module(name)), name
+        assert not test262.node_check((root / "fail" / name).read_bytes(), test262.is_module(name)), name

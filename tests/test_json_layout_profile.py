@@ -18,7 +18,7 @@ import cfgmask
 from cfgmask.frontends import profiles
 from cfgmask.grammar import Grammar
 from cfgmask.frontends.json_schema.serialize import dumps
-from tests.vocabs import byte_vocab, takes
+from support.vocabs import byte_vocab, takes
 
 
 @functools.lru_cache(maxsize=None)

@@ -28,7 +28,7 @@ from cfgmask.frontends.json_schema import numbers as N
 from cfgmask.frontends.json_schema import strings as S
 from cfgmask.frontends.json_schema.serialize import dumps, serialize
 from cfgmask.automata import compile_regex
-from tests.test_json_schema_support import BYTES, accepts, compile_bytes
+from support.json_schema import BYTES, accepts, compile_bytes
 
 ALPHABET = ["a", "b", "n", "u", "0", "7", "-", " ", "/", '"', "\\", "\n", "\t", "\x01", "é", "€",
             "😀", "\u2028", "Z"]

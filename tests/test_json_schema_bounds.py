@@ -20,7 +20,7 @@ import pytest
 from cfgmask import CompileBudgetExceeded, Grammar, GrammarError
 from cfgmask.frontends.json_schema import MAX_COUNT, compile_schema
 from cfgmask.frontends.json_schema.serialize import serialize
-from tests.test_json_schema_support import compile_bytes, jsonschema_errors
+from support.json_schema import compile_bytes, jsonschema_errors
 
 jsonschema = pytest.importorskip("jsonschema")
 

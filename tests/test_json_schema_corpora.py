@@ -28,8 +28,8 @@ import cfgmask
 from cfgmask import Grammar, GrammarError
 from cfgmask.frontends.json_schema import STYLES, SchemaLoosened, compile_schema
 from cfgmask.frontends.json_schema.serialize import serialize
-from tests.corpora import require
-from tests.test_json_schema_support import accepts, compile_bytes, jsonschema_errors, sample
+from support.corpora import require
+from support.json_schema import accepts, compile_bytes, jsonschema_errors, sample
 
 # (file, group description, test description): disagreements that are documented departures
 DEPARTURES = {
@@ -174,7 +174,7 @@ def smollm2():
     if d is not None and (d / "tokenizer.json").is_file():
         tok = transformers.AutoTokenizer.from_pretrained(str(d), local_files_only=True)
     else:
-        from tests.vocabs import smollm2_tokenizer
+        from support.vocabs import smollm2_tokenizer
         tok = smollm2_tokenizer()
     return tok, Vocabulary.from_hf(tok)
 

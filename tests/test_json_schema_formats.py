@@ -23,7 +23,7 @@ import pytest
 from cfgmask import Grammar, GrammarError
 from cfgmask.frontends.json_schema import SchemaLoosened, compile_schema, validate
 from cfgmask.frontends.json_schema import strings as S
-from tests.test_json_schema_support import accepts, compile_bytes, sample
+from support.json_schema import accepts, compile_bytes, sample
 
 H63 = "a" + "b" * 61 + "c"
 

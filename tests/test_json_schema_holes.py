@@ -20,7 +20,7 @@ import pytest
 
 from cfgmask import Grammar, GrammarError
 from cfgmask.frontends.json_schema import compile_schema
-from tests.test_json_schema_support import accepts, compile_bytes, jsonschema_errors
+from support.json_schema import accepts, compile_bytes, jsonschema_errors
 
 
 def oracle_valid(text, schema):

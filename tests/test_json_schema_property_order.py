@@ -14,7 +14,7 @@ import pytest
 
 from cfgmask.grammar import Grammar
 from cfgmask.frontends.json_schema import PROPERTY_ORDERS, compile_schema
-from tests.test_json_schema_support import accepts, compile_bytes
+from support.json_schema import accepts, compile_bytes
 
 INT = {"type": "integer"}
 BASE = {"properties": {"id": INT}}

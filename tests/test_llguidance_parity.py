@@ -87,7 +87,7 @@ EXCEPTION_COUNTS = collections.Counter()
 
 
 def _tok():
-    from tests import vocabs as tokenizers
+    from support import vocabs as tokenizers
     return tokenizers
 
 
@@ -308,7 +308,7 @@ SQL_SEED = 20251201
 
 def spider_sample(n):
     import random
-    from tests import corpora
+    from support import corpora
     queries = corpora.spider_queries()  # skips when the corpus is missing
     return [(f"spider[{i}]", queries[i]) for i in random.Random(SQL_SEED).sample(range(len(queries)), n)]
 
@@ -323,7 +323,7 @@ def test_parity_spider_sample(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(VOCABS))
 def test_parity_spider_all(name):
-    from tests import corpora
+    from support import corpora
     _run(name, [(f"spider[{i}]", q) for i, q in enumerate(corpora.spider_queries())], which="sql")
 
 

@@ -490,7 +490,7 @@ def test_matchers_are_independent(name):
 # ------------------------------------------------------------------ (ii) a real vocabulary
 
 def _real_vocab(vocab_name):
-    from tests.vocabs import ALL_VOCABS
+    from support.vocabs import ALL_VOCABS
     return ALL_VOCABS[vocab_name]()  # skips the test when the tokenizer is not installed
 
 

@@ -18,8 +18,8 @@ import pytest
 
 import cfgmask
 from cfgmask.engine.compiler import Limits
-from tests import corpora
-from tests import vocabs as V
+from support import corpora
+from support import vocabs as V
 
 
 def _docs(grammar, n):

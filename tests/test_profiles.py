@@ -36,8 +36,8 @@ from tests.reference import Reference
 from tests.test_grammars_lark import _is_syntax_error, _sqlite_error
 from tests.test_sampling_engines import _js_errors
 from tests.test_sampling_lark import SEED, Sampler, sampling_vocab
-from grammar_sampler import sample_regex  # noqa: E402  (tools/, on sys.path via test_grammars_lark)
-from tests.vocabs import byte_vocab
+from support.vocabs import byte_vocab
+from tools.grammar_sampler import sample_regex
 
 NAMES = ("json", "sql", "javascript")
 FENCES = {"json": "```json\n", "sql": "```sql\n", "javascript": "```js\n"}
@@ -564,7 +564,7 @@ QUOTED_TABLES = [
 @pytest.mark.parametrize("dialect,tables,good,bad", QUOTED_TABLES,
                          ids=[f"{d}-{'+'.join(t)}" for d, t, _, _ in QUOTED_TABLES])
 def test_tables_that_need_quoting(dialect, tables, good, bad):
-    from tests import sql_judges
+    from support import sql_judges
     compiled = dialect_tables_compiled(dialect, tables)
     judge = sql_judges.get(dialect) if dialect != "mysql" else None  # no MariaDB server started here
     for doc in good:

@@ -14,9 +14,9 @@ import random
 import pytest
 
 import cfgmask
-from tests import corpora
+from support import corpora
 from tests.test_replay_json import encode_smollm2, replay_tokens
-from tests.vocabs import smollm2_vocab
+from support.vocabs import smollm2_vocab
 
 
 @functools.lru_cache(maxsize=None)

@@ -46,8 +46,8 @@ from cfgmask.errors import TokenRejected
 from cfgmask.engine.vocab import Vocabulary
 
 try:
-    from tests.corpora import corpora_dir
-except ImportError:  # pragma: no cover - until tests/corpora.py lands
+    from support.corpora import corpora_dir
+except ImportError:  # pragma: no cover - until support/corpora.py lands
     def corpora_dir():
         return os.environ.get("CFGMASK_CORPORA", os.path.join(
             os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -126,7 +126,7 @@ def sample(docs, n, max_bytes=SAMPLE_MAX_BYTES, seed=SEED):
 
 def _tokenizer_helpers():
     # Imported lazily: the loaders skip when a tokenizer package is missing.
-    from tests import vocabs as tokenizers
+    from support import vocabs as tokenizers
     return tokenizers
 
 

@@ -107,7 +107,7 @@ def test_f2_processor_resyncs_and_never_restarts(byte_json):
 # ------------------------------------------------------------------ finding 3
 
 def _smollm2_vocab():
-    from tests.vocabs import smollm2_vocab
+    from support.vocabs import smollm2_vocab
     return smollm2_vocab()
 
 
@@ -116,7 +116,7 @@ def test_f3_copy_during_fill_in_another_thread_is_consistent():
     must show a state the owner was really in, or raise a cfgmask error (one owner thread)."""
     import threading
     vocab = _smollm2_vocab()
-    from tests.vocabs import smollm2_tokenizer
+    from support.vocabs import smollm2_tokenizer
     tok = smollm2_tokenizer()
     doc = ("SELECT t1.name, COUNT(*) FROM singer AS t1 JOIN concert AS t2 ON t1.id = t2.sid "
            "WHERE t2.year != 2014 GROUP BY t1.name HAVING count(*) >= 2;")

@@ -50,17 +50,8 @@ MAX_PASSES = 200  # a replay's cap on repeats, so that a starved reader cannot h
 
 def _tokenizer():
     """SmolLM2's tokenizer: the converted-model cache if there, else the GGUF file."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import transformers
-    from cfgmask import models
-    try:
-        d = models.converted_dir(models.default_gguf_path())
-    except Exception:  # noqa: BLE001 - fall back to the GGUF loader
-        d = None
-    if d is not None and (d / "tokenizer.json").is_file():
-        return transformers.AutoTokenizer.from_pretrained(str(d), local_files_only=True)
-    from tests.vocabs import smollm2_tokenizer
-    return smollm2_tokenizer()
+    from support.vocabs import smollm2_model_tokenizer
+    return smollm2_model_tokenizer()
 
 
 def _byte_vocab():
@@ -217,9 +208,9 @@ def rounds(use_copies, n_rounds, vocab_kind="smollm2"):
 
 
 def _run(use_copies, n_rounds, vocab_kind="smollm2"):
-    code = ("import json, sys; sys.path.insert(0, %r)\n"
+    code = ("import json\n"
             "from tests.test_robustness_threads import rounds\n"
-            "print('RESULT', json.dumps(rounds(%r, %d, %r)))\n") % (ROOT, use_copies, n_rounds, vocab_kind)
+            "print('RESULT', json.dumps(rounds(%r, %d, %r)))\n") % (use_copies, n_rounds, vocab_kind)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=600)

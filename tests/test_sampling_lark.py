@@ -74,7 +74,7 @@ def sampling_vocab():
     """SmolLM2's vocabulary; without it the test is skipped, with the reason
     (sampling with a made-up byte vocabulary would test a different tokenizer
     from the one documented here)."""
-    from tests.vocabs import smollm2_vocab
+    from support.vocabs import smollm2_vocab
     try:
         return smollm2_vocab()
     except pytest.skip.Exception as e:

@@ -22,8 +22,8 @@ import pytest
 import cfgmask
 from cfgmask.engine import slices as S
 from cfgmask.engine.lexer import LexerSpec
-from tests import corpora
-from tests import vocabs as V
+from support import corpora
+from support import vocabs as V
 
 GRAMMARS = ("json", "sql", "javascript")
 TOKENIZERS = {"smollm2": (V.smollm2_vocab, V.smollm2_tokenizer), "tekken": (V.tekken_vocab, None)}

@@ -22,7 +22,7 @@ import cfgmask
 from cfgmask.engine import compiler as C
 from cfgmask.engine import slices as S
 from cfgmask.errors import ConfigurationError
-from tests import vocabs as V
+from support import vocabs as V
 
 FORCED = {"min_tokens": 2, "min_fraction": 0.0, "hot_nodes": 0}
 

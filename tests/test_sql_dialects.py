@@ -1,6 +1,6 @@
 """The SQL dialects (issue 11): sqlite, postgres and mysql, each judged by its engine.
 
-Judges (tests/sql_judges.py): SQLite's prepare (sqlite3 ``EXPLAIN``),
+Judges (support/sql_judges.py): SQLite's prepare (sqlite3 ``EXPLAIN``),
 pglast (PostgreSQL's parser) and MariaDB's ``PREPARE`` (error 1064).  A test
 that needs a judge skips, naming what is missing, when it is not installed.
 
@@ -21,7 +21,6 @@ that needs a judge skips, naming what is missing, when it is not installed.
 import functools
 import random
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,13 +28,10 @@ import pytest
 import cfgmask
 from cfgmask.errors import ConfigurationError, GrammarError
 from cfgmask.frontends import sql_dialects
-from tests import sql_judges
+from support import sql_judges
+from tools import grammar_sampler, sql_ident
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tools"))
-
-import grammar_sampler  # noqa: E402
-import sql_ident  # noqa: E402
 
 DIALECTS = ("sqlite", "postgres", "mysql")
 CORPUS_DIR = REPO / "benchmarks" / "coverage" / "sql_dialects"

@@ -20,7 +20,7 @@ import cfgmask
 from cfgmask.frontends import profiles
 from cfgmask.grammar import Grammar
 from cfgmask.frontends.sql_schema import SqlSchema, read_schema
-from tests.vocabs import byte_vocab, takes
+from support.vocabs import byte_vocab, takes
 
 # names that need quoting included: "order" and "group" are keywords, "first name" has a space
 DDL = """

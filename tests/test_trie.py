@@ -9,7 +9,7 @@ import pytest
 from cfgmask.errors import ConfigurationError
 from cfgmask.engine.trie import TokTrie
 from cfgmask.engine.vocab import Vocabulary
-from tests.vocabs import ALL_VOCABS
+from support.vocabs import ALL_VOCABS
 
 A, B, C = ord("a"), ord("b"), ord("c")
 

@@ -133,7 +133,7 @@ TAG: /"[a-z]{1,6}"/
 
 @pytest.fixture(scope="module")
 def vocab():
-    from tests.vocabs import smollm2_vocab
+    from support.vocabs import smollm2_vocab
     return smollm2_vocab()
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from cfgmask.errors import ConfigurationError
 from cfgmask.engine.vocab import Vocabulary, bytes_to_unicode, unicode_to_bytes
-from tests.vocabs import (ASCII_TEXTS, MULTILINGUAL_TEXTS, smollm2_tokenizer, smollm2_vocab,
+from support.vocabs import (ASCII_TEXTS, MULTILINGUAL_TEXTS, smollm2_tokenizer, smollm2_vocab,
                               sp_model_path, sp_processor, sp_reference_token_bytes, sp_vocab,
                               tekken_encoding,
                               tekken_json_path, tekken_vocab)

@@ -17,7 +17,7 @@ characters. Repetitions are short (at most three past the minimum).
 
 Usage::
 
-    python3 tools/grammar_sampler.py grammars/sql.lark 5 [seed]
+    python -m tools.grammar_sampler grammars/sql.lark 5 [seed]
 """
 import random
 import re

@@ -35,16 +35,15 @@ The regexes are built by tools/ident_regex.py from a trie of the reserved
 words over ASCII; non-ASCII characters and escapes leave the trie.
 
 usage:
-  python3 tools/js_ident.py --write      # rewrite the generated block in grammars/javascript.lark
-  python3 tools/js_ident.py --check      # exit 1 if the block is out of date
+  python -m tools.js_ident --write      # rewrite the generated block in grammars/javascript.lark
+  python -m tools.js_ident --check      # exit 1 if the block is out of date
 (tools/js_grammar.py, which writes grammars/javascript.lark, calls block().)
 """
 import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ident_regex import render_set  # noqa: E402
+from tools.ident_regex import render_set
 
 
 def _esc(c):
@@ -241,7 +240,7 @@ def main():
     if arg == "--write":
         open(GRAMMAR, "w", encoding="utf-8").write(new)
     elif new != text:
-        sys.exit("grammars/javascript.lark identifier block is out of date: run tools/js_grammar.py --write")
+        sys.exit("grammars/javascript.lark identifier block is out of date: run python -m tools.js_grammar --write")
 
 
 if __name__ == "__main__":

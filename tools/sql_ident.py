@@ -13,9 +13,9 @@ lookahead, so each exclusion is spelled out as a plain regex built from a
 trie of the words (tools/ident_regex.py).
 
 usage:
-  python3 tools/sql_ident.py --probe      # ask the local sqlite3 what each class refuses
-  python3 tools/sql_ident.py --write      # rewrite the generated block in grammars/sql.lark
-  python3 tools/sql_ident.py --check      # exit 1 if the block is out of date
+  python -m tools.sql_ident --probe      # ask the local sqlite3 what each class refuses
+  python -m tools.sql_ident --write      # rewrite the generated block in grammars/sql.lark
+  python -m tools.sql_ident --check      # exit 1 if the block is out of date
 
 RESERVED below is the result of --probe on SQLite 3.40.1 (kept fixed so the
 grammar does not depend on the local SQLite build).
@@ -25,8 +25,7 @@ import re
 import sqlite3
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ident_regex import keyword_free_ident  # noqa: E402
+from tools.ident_regex import keyword_free_ident
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GRAMMAR = os.path.join(HERE, "..", "grammars", "sql.lark")
@@ -238,11 +237,10 @@ def judge(dialect):
     if dialect == "sqlite":
         con = sqlite3.connect(":memory:")
         return lambda sql: sqlite_refuses(con, sql)
-    sys.path.insert(0, os.path.join(HERE, ".."))
-    from tests import sql_judges
+    from support import sql_judges
     j = sql_judges.get(dialect)
     if j is None:
-        raise SystemExit("no %s judge here (see tests/sql_judges.py)" % dialect)
+        raise SystemExit("no %s judge here (see support/sql_judges.py)" % dialect)
     return lambda sql: j.syntax_error(sql) is not None
 
 
@@ -253,7 +251,7 @@ def keywords(dialect):
         from pglast import keywords as kw
         return sorted(w.upper() for w in (kw.RESERVED_KEYWORDS | kw.UNRESERVED_KEYWORDS |
                                           kw.COL_NAME_KEYWORDS | kw.TYPE_FUNC_NAME_KEYWORDS))
-    from tests import sql_judges
+    from support import sql_judges
     return sql_judges.get("mysql").keywords()
 
 
@@ -451,7 +449,7 @@ def main():
             new = text.rstrip("\n") + "\n\n" + block(dialect) + "\n"
         open(path, "w").write(new)
     elif new != text or BEGIN not in text:
-        sys.exit("%s: generated block out of date: run tools/sql_ident.py --dialect %s --write"
+        sys.exit("%s: generated block out of date: run python -m tools.sql_ident --dialect %s --write"
                  % (os.path.basename(path), dialect))
 
 

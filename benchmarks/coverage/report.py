@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Markdown tables from benchmarks/coverage/results/*.json (for docs/grammars.md and the README).
 
-usage: python3 benchmarks/coverage/report.py [json sql javascript times]
-       python3 benchmarks/coverage/report.py readme [--write]   # the README's coverage table
+usage: python -m benchmarks.coverage.report [json sql javascript times]
+       python -m benchmarks.coverage.report readme [--write]   # the README's coverage table
 """
 import json
 import os
@@ -11,7 +11,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 CHECKERS = ["lark", "greedy", "cfgmask", "node"]
-LABEL = {"lark": "lark (dynamic Earley)", "greedy": "greedy lexing (tools/greedy_check.py)",
+LABEL = {"lark": "lark (dynamic Earley)", "greedy": "greedy lexing (support/greedy_check.py)",
          "cfgmask": "cfgmask matcher", "node": "node --check"}
 
 
@@ -150,7 +150,7 @@ def readme_section():
     dates = sorted({load(n)["meta"]["date"] for n in ("json", "sql", "javascript")})
     y, n = js["jsontestsuite y_"], js["jsontestsuite n_"]
     rows = [
-        "Printed by `python3 benchmarks/coverage/report.py readme` from benchmarks/coverage/results/*.json "
+        "Printed by `python -m benchmarks.coverage.report readme` from benchmarks/coverage/results/*.json "
         "(written by `benchmarks/coverage/run_coverage.py` on %s)." % ", ".join(dates), "",
         "| grammar | corpus | Lark (Earley) | cfgmask | engine check |",
         "|---|---|---|---|---|",
@@ -179,7 +179,6 @@ def main(argv):
         text = readme_section()
         print(text)
         if "--write" in argv[2:]:
-            sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
             from benchmarks import doc_blocks
             doc_blocks.replace_block(os.path.join(os.path.dirname(os.path.dirname(HERE)), "README.md"),
                                      "coverage:readme", text)

@@ -4,7 +4,7 @@
 Coverage (``--coverage``): for each dialect (sqlite, postgres, mysql), its
 corpus ``benchmarks/coverage/sql_dialects/<dialect>.sql`` (written for
 cfgmask) and Spider (``<corpora>/sql``): how many queries the dialect's
-engine parses (tests/sql_judges.py: SQLite prepare, pglast, MariaDB
+engine parses (support/sql_judges.py: SQLite prepare, pglast, MariaDB
 PREPARE) and how many the dialect's grammar accepts (cfgmask, 256 single
 bytes, fed byte by byte).  The queries the grammar refuses are listed.
 
@@ -18,8 +18,8 @@ postgres and mysql.  Read the cfgmask / llguidance ratios: the machine is
 shared and noisy.
 
 usage:
-  python3 benchmarks/coverage/run_sql_dialects.py --coverage --masks [--warm 37] [--json PATH]
-MariaDB: $CFGMASK_MARIADB_SOCKET, else a private server (tests/sql_judges.py).
+  python -m benchmarks.coverage.run_sql_dialects --coverage --masks [--warm 37] [--json PATH]
+MariaDB: $CFGMASK_MARIADB_SOCKET, else a private server (support/sql_judges.py).
 """
 import argparse
 import datetime
@@ -29,12 +29,11 @@ import subprocess
 import sys
 import time
 
+import cfgmask
+from support import corpora, sql_judges
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, REPO)
-
-import cfgmask  # noqa: E402
-from tests import corpora, sql_judges  # noqa: E402
 
 DIALECTS = ("sqlite", "postgres", "mysql")
 OLD_REV = "883336e"
@@ -124,7 +123,8 @@ def main():
     ap.add_argument("--warm", type=int, default=37)
     ap.add_argument("--json", default=os.path.join(HERE, "results", "sql_dialects.json"))
     a = ap.parse_args()
-    res = {"date": datetime.date.today().isoformat(), "command": " ".join(["python3"] + sys.argv)}
+    res = {"date": datetime.date.today().isoformat(),
+           "command": " ".join(["python", "-m", "benchmarks.coverage.run_sql_dialects"] + sys.argv[1:])}
     if a.coverage:
         res["coverage"] = coverage()
     if a.masks:

@@ -4,7 +4,7 @@
 dynamic lexer tries every segmentation, so it accepts documents that
 cfgmask's greedy lexer cannot produce (``returnx`` read as ``return x``, a
 newline read as ignorable whitespace where the grammar expects a newline
-terminal). This tool runs lark's Earley parser with a lexer that follows
+terminal). This module runs lark's Earley parser with a lexer that follows
 docs/architecture.md "Semantics" instead:
 
 * at each lexeme start the candidates are the terminals the parser can scan
@@ -22,7 +22,7 @@ union cannot take is never half consumed here). Viability of a prefix uses
 the ``regex`` module's partial matching. Slow, but exact enough to validate
 grammars; not part of the package.
 
-usage: python3 tools/greedy_check.py GRAMMAR FILE...
+usage: python -m support.greedy_check GRAMMAR FILE...
 """
 import re
 import sys

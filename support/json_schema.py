@@ -1,4 +1,4 @@
-"""Shared helpers for the JSON Schema tests (this file holds no tests).
+"""Shared helpers for the JSON Schema tests and benchmark (benchmarks/run_json_schema.py).
 
 * :data:`BYTES`: a vocabulary of the 256 single bytes plus EOS (id 256), so
   that "fed byte by byte" is "fed token by token" and masks are cheap;

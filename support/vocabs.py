@@ -15,9 +15,10 @@ is downloaded:
 Every loader is cached and calls ``pytest.skip`` with the reason when a
 package or file is missing, so a test using it skips cleanly.
 
-Import it as ``from tests.vocabs import ...``.  (It is not called
-``tokenizers.py``: with ``tests/`` on ``sys.path`` such a module would shadow
-the Hugging Face ``tokenizers`` library that ``transformers`` imports.)
+Import it as ``from support.vocabs import ...`` (tests, benchmarks and
+tools alike).  (It is not called ``tokenizers.py``: run by path from
+``support/``, such a module would shadow the Hugging Face ``tokenizers``
+library that ``transformers`` imports.)
 """
 
 import functools
@@ -102,6 +103,21 @@ def _smollm2_vocab():
 def smollm2_vocab():
     """:class:`Vocabulary` of SmolLM2 (49,152 ids, EOS ``<|im_end|>`` = 2)."""
     return _smollm2_vocab()
+
+
+def smollm2_model_tokenizer():
+    """SmolLM2's tokenizer the way the default model loads it: the converted-model
+    cache (:mod:`cfgmask.models`) if there, else the GGUF file (:func:`smollm2_tokenizer`)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import transformers
+    from cfgmask import models
+    try:
+        d = models.converted_dir(models.default_gguf_path())
+    except Exception:  # noqa: BLE001 - fall back to the GGUF loader
+        d = None
+    if d is not None and (d / "tokenizer.json").is_file():
+        return transformers.AutoTokenizer.from_pretrained(str(d), local_files_only=True)
+    return smollm2_tokenizer()
 
 
 # --------------------------------------------------------------- Mistral tekken
