@@ -700,7 +700,8 @@ def _candidate_keys(grammar, lexer_spec, key=None, rederive=False):
     disk_key = None if grammar.terminal_automata_prebuilt else key
     hit = _DERIVED.get(memo_key)
     if hit is not None or rederive:
-        keys, firsts = _keys_and_first_bytes(derived(grammar, lexer_spec, memo_key))
+        candidates = hit if hit is not None else derived(grammar, lexer_spec, memo_key)
+        keys, firsts = _keys_and_first_bytes(candidates)
         if rederive and disk_key is not None:    # overwrite the stale entry
             cache.store("slice-candidates", key, _candidates_meta(keys, firsts), {})
     else:
