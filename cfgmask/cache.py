@@ -394,6 +394,10 @@ class BoundedMemo:
 
     def get(self, key, default=None):
         """The value stored under ``key`` (refreshed under ``"lru"``), else ``default``."""
+        if self.order == "fifo":
+            # a hit changes nothing, and one dict read is atomic: no lock on the hot path
+            value = self._data.get(key, _MISSING)
+            return default if value is _MISSING else value
         with self._lock:
             value = self._data.get(key, _MISSING)
             if value is _MISSING:
