@@ -66,8 +66,6 @@ import torch
 
 from cfgmask.errors import ConfigurationError, DeadEnd, TokenRejected
 from cfgmask.kernels import apply_token_bitmask_, rowwise, triton_available, unpack_bitmask
-# tests/test_hf.py's Triton check imports the two kernels under these names from here
-from cfgmask.kernels import apply_torch as _apply_torch, apply_triton as _apply_triton  # noqa: F401
 
 try:  # transformers is optional: the processor is a plain callable either way
     from transformers import LogitsProcessor as _LogitsProcessorBase

@@ -29,7 +29,7 @@ def cdir(tmp_path, monkeypatch):
     d = tmp_path / "cache"
     monkeypatch.setenv("CFGMASK_CACHE_DIR", str(d))
     monkeypatch.delenv("CFGMASK_CACHE", raising=False)
-    monkeypatch.setattr(lexer, "_memory", type(lexer._memory)())
+    monkeypatch.setattr(lexer, "_memory", cache.BoundedMemo(lexer._memory.size))
     monkeypatch.setattr(cache, "PERSIST_ABOVE_S", 0.0)
     return d
 
@@ -287,13 +287,13 @@ def test_lexer_tables_from_cache_equal_fresh_ones(cdir, monkeypatch, name):
     g = Grammar.builtin(name)
     built = lexer.LexerSpec(g)
     assert built.source == "built"
-    monkeypatch.setattr(lexer, "_memory", type(lexer._memory)())
+    monkeypatch.setattr(lexer, "_memory", cache.BoundedMemo(lexer._memory.size))
     disk = lexer.LexerSpec(g)
     assert disk.source == "disk"
     memory = lexer.LexerSpec(g)
     assert memory.source == "memory"
     monkeypatch.setenv("CFGMASK_CACHE", "0")
-    monkeypatch.setattr(lexer, "_memory", type(lexer._memory)())
+    monkeypatch.setattr(lexer, "_memory", cache.BoundedMemo(lexer._memory.size))
     fresh = lexer.LexerSpec(g)
     assert fresh.source == "built"
     ref = _spec_arrays(fresh)
@@ -303,7 +303,7 @@ def test_lexer_tables_from_cache_equal_fresh_ones(cdir, monkeypatch, name):
 def test_lookahead_terminals_round_trip(cdir, monkeypatch):
     g = Grammar.from_lark('start: A B | C\nA: /ab(?!c)/\nB: /c|d(?=e)/\nC: /[a-e]+/\n')
     built = _spec_arrays(lexer.LexerSpec(g))
-    monkeypatch.setattr(lexer, "_memory", type(lexer._memory)())
+    monkeypatch.setattr(lexer, "_memory", cache.BoundedMemo(lexer._memory.size))
     assert _spec_arrays(lexer.LexerSpec(g)) == built
 
 
@@ -315,9 +315,9 @@ def test_cheap_lexer_tables_stay_in_memory(cdir, monkeypatch):
     # what a fresh process would pay counts the automata found memoised
     assert regex.build_cost("q[a-z]{1,7}z") > 0
     monkeypatch.setattr(cache, "PERSIST_ABOVE_S", regex.build_cost("q[a-z]{1,7}z") / 2)
-    monkeypatch.setattr(lexer, "_memory", type(lexer._memory)())
+    monkeypatch.setattr(lexer, "_memory", cache.BoundedMemo(lexer._memory.size))
     assert lexer.LexerSpec(g).source == "built" and _files(cdir, "lexer")
-    monkeypatch.setattr(lexer, "_memory", type(lexer._memory)())
+    monkeypatch.setattr(lexer, "_memory", cache.BoundedMemo(lexer._memory.size))
     assert lexer.LexerSpec(g).source == "disk"
 
 
@@ -407,10 +407,10 @@ def test_masks_are_identical_with_and_without_caches(cdir, monkeypatch, name, do
         return out
 
     cold = masks(vocab)       # builds and stores everything
-    monkeypatch.setattr(lexer, "_memory", type(lexer._memory)())
+    monkeypatch.setattr(lexer, "_memory", cache.BoundedMemo(lexer._memory.size))
     warm = masks(Vocabulary(vocab.token_bytes, vocab.eos_token_ids, vocab.vocab_size))
     monkeypatch.setenv("CFGMASK_CACHE", "0")
-    monkeypatch.setattr(lexer, "_memory", type(lexer._memory)())
+    monkeypatch.setattr(lexer, "_memory", cache.BoundedMemo(lexer._memory.size))
     off = masks(Vocabulary(vocab.token_bytes, vocab.eos_token_ids, vocab.vocab_size))
     assert cold == warm == off
     assert _files(cdir, "vocab") and _files(cdir, "lexer") and _files(cdir, "grammar")

@@ -247,13 +247,13 @@ def test_triton_kernel_in_interpreter():
     import sys
     code = (
         "import torch\n"
-        "from cfgmask.hf import _apply_triton, _apply_torch\n"
+        "from cfgmask.kernels import apply_triton, apply_torch\n"
         "g = torch.Generator().manual_seed(0)\n"
         "for B, V, W in [(1, 4096, 128), (3, 1000, 32), (2, 1000, 40), (2, 1100, 32)]:\n"
         "    lg = torch.randn(B, V, generator=g)\n"
         "    bm = torch.randint(-2**31, 2**31 - 1, (B, W), dtype=torch.int32, generator=g)\n"
         "    a, b = lg.clone(), lg.clone()\n"
-        "    _apply_torch(a, bm); _apply_triton(b, bm)\n"
+        "    apply_torch(a, bm); apply_triton(b, bm)\n"
         "    assert torch.equal(a, b), (B, V, W)\n"
         "print('ok')\n")
     env = dict(os.environ, TRITON_INTERPRET="1")

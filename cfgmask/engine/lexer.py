@@ -225,17 +225,8 @@ class LexerTables:
                        follow_forbidden_at_eos=at_eos)
 
 
-class _TablesMemo(cache.BoundedMemo):
-    """The lexer tables of the last ``_MEMORY_CACHE_SIZE`` terminal sets (LRU), as
-    ``(meta, arrays)``; made without arguments (tests swap in an empty one)."""
-
-    __slots__ = ()
-
-    def __init__(self, size=_MEMORY_CACHE_SIZE):
-        super().__init__(size)
-
-
-_memory = _TablesMemo()
+#: the lexer tables of the last terminal sets, as ``(meta, arrays)``
+_memory = cache.BoundedMemo(_MEMORY_CACHE_SIZE)
 
 
 def lexer_tables_key(patterns, max_states):

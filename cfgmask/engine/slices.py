@@ -22,7 +22,7 @@ terminals:
   the parser is unchanged and the next lexeme starts fresh, so the runtime
   settles all of them with one containment check of ``P_T`` at that start.
 
-Layout (what :func:`layout` returns, what ``_fast/_matcher.pyx`` reads):
+Layout (what :func:`layout` returns, what ``_fast/_runtime.pyx`` reads):
 
 * the slices form a **containment tree** by token set (a child's tokens are a
   subset of its parent's; siblings are disjoint, overlaps are cut off the later
@@ -893,7 +893,7 @@ def _check_dfa(trans, accepting):
 def check_tables(meta, arrays, n_slices, vocab_size, max_depth):
     """Whether a ``slices`` disk-cache entry holds tables :func:`_to_arrays` could
     have made for ``n_slices`` slices on a vocabulary of ``vocab_size`` ids whose
-    trie is ``max_depth`` deep; the invariants ``_fast/_matcher.pyx`` indexes
+    trie is ``max_depth`` deep; the invariants ``_fast/_runtime.pyx`` indexes
     with unchecked:
 
     * ``meta``: ``V == vocab_size``, ``words == ceil(V / 32)``, ``rest`` two ints,
