@@ -25,6 +25,9 @@ SIGPIPE would.
 
 Every option is checked before the model is loaded: a bad one is a one-line
 message on stderr and exit 2, never a traceback.
+
+The rest of cfgmask is imported inside the subcommands that use it, so that
+``cfgmask --help`` and a bad option answer before numpy, Lark or torch load.
 """
 
 import argparse

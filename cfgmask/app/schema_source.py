@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from cfgmask.engine.lexer import LexerSpec
 from cfgmask.errors import ConfigurationError
 from cfgmask.frontends.json_schema import DEFAULT_WHITESPACE, compile_schema
 from cfgmask.frontends.json_schema.loader import SchemaDoc, read_schema
@@ -75,7 +76,6 @@ class SchemaSource:
 
 def check_schema(path, whitespace=None, verbose=False, out=None):
     """Body of ``cfgmask check --schema``: compile, print the sizes and times; returns the exit code."""
-    from cfgmask.engine.lexer import LexerSpec
     # looked up per call: a default bound at import would keep whatever stdout was then
     out = sys.stdout if out is None else out
     t0 = time.perf_counter()
