@@ -223,12 +223,6 @@ class Grammar:
         from cfgmask.frontends import builtins
         return builtins.builtin(cls, name, profile, dialect=dialect, **options)
 
-    @classmethod
-    def _builtin_full(cls, name: str, start: str = "start", dialect: str | None = None) -> "Grammar":
-        # kept for tests/test_json_layout_profile.py, which loads json.lark with another start rule
-        from cfgmask.frontends import builtins
-        return builtins.full(cls, name, start=start, dialect=dialect)
-
     @staticmethod
     def builtin_text(name: str, dialect: str | None = None) -> str:
         """The Lark text of a bundled grammar (for ``sql``, of ``dialect``)."""

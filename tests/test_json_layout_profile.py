@@ -15,7 +15,7 @@ import re
 import pytest
 
 import cfgmask
-from cfgmask.frontends import profiles
+from cfgmask.frontends import builtins, profiles
 from cfgmask.grammar import Grammar
 from cfgmask.frontends.json_schema.serialize import dumps
 from support.vocabs import byte_vocab, takes
@@ -106,7 +106,7 @@ def test_caps_and_flexible():
 
 
 def test_start_rule_other_than_start():
-    g = profiles.apply(Grammar._builtin_full("json", start="object"), "json", whitespace="pretty")
+    g = profiles.apply(builtins.full(Grammar, "json", start="object"), "json", whitespace="pretty")
     c = cfgmask.compile(g, byte_vocab())
     assert takes(c, '{\n  "a": [\n    1\n  ]\n}') and not takes(c, "[]")
 
