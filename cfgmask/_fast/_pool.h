@@ -6,14 +6,16 @@
  * NEEDED libgomp.so.1 resolves to that copy -- so it cannot be set reliably
  * from here.  On a machine whose cores are busy, spinning workers and a
  * master spinning at the barrier took 3-30x the time of one thread
- * (docs/performance.md, "Batch fills").  This pool never spins:
+ * (docs/performance.md, "Batch fills").  This pool's workers never spin:
  *
  * - idle workers sleep on a condition variable; the caller posts a job,
  *   signals as many workers as it wants, and fills rows itself at once;
  * - rows are claimed one at a time from an atomic counter, so a worker the
  *   kernel has not scheduled yet takes no rows and the caller does them: the
  *   caller waits only for rows a worker has actually started;
- * - the caller waits for those on a condition variable, not a spin;
+ * - the caller waits for those awake for at most 20 us (a worker's last row
+ *   usually ends within that, and a futex wake-up costs about a row), then on
+ *   a condition variable; workers never spin;
  * - the counter carries the job number, so a worker that wakes late can never
  *   claim a row of a later job.
  *
@@ -30,10 +32,40 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <time.h>
 
 typedef int (*cfg_task_fn)(void *ctx, int64_t i);  /* -1: a Python error is set */
 
 #define CFG_POOL_MAX 256
+/* how long the caller waits awake for the workers' last rows (a bound in
+ * time, not in iterations: a pause instruction takes 10-140 cycles by CPU) */
+#define CFG_POOL_CALLER_SPIN_NS 20000
+
+static inline void cfg_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static inline int64_t cfg_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static inline void cfg_pool_spin_until_finished(int64_t n) {
+    int64_t end = 0;
+    for (int k = 0; __atomic_load_n(&cfg_pool.finished, __ATOMIC_ACQUIRE) < n; k++) {
+        if ((k & 63) == 0) {
+            int64_t now = cfg_now_ns();
+            if (end == 0) end = now + CFG_POOL_CALLER_SPIN_NS;
+            else if (now >= end) return;
+        }
+        cfg_cpu_relax();
+    }
+}
 
 typedef struct {
     pthread_mutex_t m;
@@ -193,6 +225,9 @@ static int cfg_pool_run(cfg_task_fn fn, void *ctx, int64_t n, int nt) {
         if (fn(ctx, i) < 0) cfg_pool_clear_error();
         cfg_pool_row_done();
     }
+    /* a worker's last row ends within a row's time (10-20 us): wait that long
+     * awake before sleeping, as a futex wake-up costs about as much as a row */
+    cfg_pool_spin_until_finished(n);
     pthread_mutex_lock(&cfg_pool.m);
     cfg_pool.want = 0;              /* a worker waking now has nothing to do: let it sleep */
     while (__atomic_load_n(&cfg_pool.finished, __ATOMIC_ACQUIRE) < n) {
