@@ -25,9 +25,11 @@ import functools
 import importlib.util
 import os
 
+import numpy as np
 import pytest
 
 from cfgmask.engine.vocab import Vocabulary
+from cfgmask.errors import DeadEnd
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TEKKEN_JSON = "tekken_240911.json"
@@ -234,3 +236,14 @@ def takes(compiled, doc):
     except TokenRejected:
         return False
     return True
+
+
+def filled_bitmask(matcher, words):
+    """The int32 ``[words]`` bitmask ``matcher.fill_bitmask`` writes; all zero at a
+    :class:`~cfgmask.DeadEnd` (no token allowed)."""
+    buf = np.zeros(words, dtype=np.int32)
+    try:
+        matcher.fill_bitmask(buf)
+    except DeadEnd:
+        pass
+    return buf

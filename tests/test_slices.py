@@ -55,15 +55,6 @@ def documents(grammar, n):
     return [open(r["abspath"], encoding="utf-8").read()[:700] for r in small[:n]]
 
 
-def _bits(m, words):
-    buf = np.zeros(words, dtype=np.int32)
-    try:
-        m.fill_bitmask(buf)
-    except cfgmask.DeadEnd:
-        pass
-    return buf
-
-
 def _replay_and_compare(grammar, tokenizer, n_docs, max_tokens, fast=None):
     fast = fast if fast is not None else compiled(grammar, tokenizer)
     plain = compiled(grammar, tokenizer, False)
@@ -77,7 +68,7 @@ def _replay_and_compare(grammar, tokenizer, n_docs, max_tokens, fast=None):
         b = plain.matcher()
         b._set_use_cache(False)
         for pos, t in enumerate(ids):
-            ma, mb = _bits(a, words), _bits(b, words)
+            ma, mb = V.filled_bitmask(a, words), V.filled_bitmask(b, words)
             if not np.array_equal(ma, mb):
                 diff = np.flatnonzero(np.unpackbits((ma ^ mb).view(np.uint8), bitorder="little"))
                 extra = [int(x) for x in diff if (ma.view(np.uint32)[x >> 5] >> (x & 31)) & 1]

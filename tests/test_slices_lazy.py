@@ -51,15 +51,6 @@ def _compiles(grammar, vocab, options):
     return eager, manual, lazy, off
 
 
-def _mask(m, words):
-    buf = np.zeros(words, dtype=np.int32)
-    try:
-        m.fill_bitmask(buf)
-    except cfgmask.DeadEnd:
-        pass
-    return buf
-
-
 def _walk(compileds, seed, steps, publish_at=None, publish=None):
     """One random walk on a matcher of each compile; returns the masks compared."""
     rng = random.Random(seed)
@@ -70,7 +61,7 @@ def _walk(compileds, seed, steps, publish_at=None, publish=None):
     for step in range(steps):
         if step == publish_at:
             publish()
-        masks = [_mask(m, words) for m in ms]
+        masks = [V.filled_bitmask(m, words) for m in ms]
         for i, mk in enumerate(masks[1:], 1):
             if not np.array_equal(masks[0], mk):
                 diff = np.flatnonzero(np.unpackbits((masks[0] ^ mk).view(np.uint8), bitorder="little"))
@@ -146,7 +137,7 @@ def test_batch_fill_with_rows_on_both_runtimes():
     assert old_rt is not manual._runtime and ms[4]._rt is manual._runtime
     manual.fill_bitmasks(ms, buf, n_threads=2)
     for i in range(len(texts)):
-        assert np.array_equal(buf[i], _mask(refs[i], words)), texts[i]
+        assert np.array_equal(buf[i], V.filled_bitmask(refs[i], words)), texts[i]
         assert ms[i]._rt is manual._runtime
 
 
