@@ -20,7 +20,8 @@ cdef inline int raise_oom(const char* what) except -1 nogil:
 
 
 cdef inline int64_t grown(int64_t cap, int64_t need) noexcept nogil:
-    """``cap`` doubled until it holds ``need`` (``cap`` itself when it does)."""
+    """``cap`` doubled until it holds ``need`` (``cap`` itself when it does).
+    ``cap`` must be positive: every array starts with a capacity of at least 64."""
     while cap < need:
         cap *= 2
     return cap
