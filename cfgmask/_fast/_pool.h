@@ -55,18 +55,6 @@ static inline int64_t cfg_now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static inline void cfg_pool_spin_until_finished(int64_t n) {
-    int64_t end = 0;
-    for (int k = 0; __atomic_load_n(&cfg_pool.finished, __ATOMIC_ACQUIRE) < n; k++) {
-        if ((k & 63) == 0) {
-            int64_t now = cfg_now_ns();
-            if (end == 0) end = now + CFG_POOL_CALLER_SPIN_NS;
-            else if (now >= end) return;
-        }
-        cfg_cpu_relax();
-    }
-}
-
 typedef struct {
     pthread_mutex_t m;
     pthread_cond_t wake;       /* workers: a job was posted */
@@ -86,6 +74,18 @@ typedef struct {
 
 static cfg_pool_t cfg_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
                               PTHREAD_COND_INITIALIZER, 0};
+
+static inline void cfg_pool_spin_until_finished(int64_t n) {
+    int64_t end = 0;
+    for (int k = 0; __atomic_load_n(&cfg_pool.finished, __ATOMIC_ACQUIRE) < n; k++) {
+        if ((k & 63) == 0) {
+            int64_t now = cfg_now_ns();
+            if (end == 0) end = now + CFG_POOL_CALLER_SPIN_NS;
+            else if (now >= end) return;
+        }
+        cfg_cpu_relax();
+    }
+}
 
 static void cfg_pool_after_fork(void) {
     /* the workers did not survive the fork */
