@@ -260,6 +260,18 @@ def byte_classes(dfas):
     return class_of, len(representatives)
 
 
+def sorted_unique(values):
+    """``np.unique(values)`` for a 1-d integer array, without ``np.unique``.
+
+    NumPy 2.4's plain ``np.unique`` imports ``numpy.ma`` on its first call
+    (``np.ma.is_masked``), about 6 ms that would land on the first compile of
+    every process."""
+    out = np.sort(values, kind="stable")
+    if out.size > 1:
+        out = out[np.concatenate(([True], out[1:] != out[:-1]))]
+    return out
+
+
 def has_cycle(trans):
     """True when a trimmed automaton with transition table ``trans`` (``[states,
     columns]``, -1 dead; byte columns or byte-class columns alike) accepts
@@ -277,7 +289,7 @@ def has_cycle(trans):
     # the distinct edges with numpy (a state has many columns but few
     # successors), then a plain-Python DFS over them
     src, col = np.nonzero(live)
-    pairs = np.unique(src.astype(np.int64) * n + trans[src, col])
+    pairs = sorted_unique(src.astype(np.int64) * n + trans[src, col])
     succ = [[] for _ in range(n)]
     for a, b in zip((pairs // n).tolist(), (pairs % n).tolist()):
         succ[a].append(b)

@@ -24,7 +24,7 @@ process and a grammar that uses the text stays self-describing.
 
 import numpy as np
 
-from cfgmask.automata.dfa import ByteDFA, CountedDFA
+from cfgmask.automata.dfa import ByteDFA, CountedDFA, sorted_unique
 from cfgmask.automata.memo import pinned_dfa, remember_dfa, remembered_dfa
 from cfgmask.automata.minimize import minimize_and_trim, renumber_bfs
 from cfgmask.cache import BoundedMemo
@@ -108,7 +108,7 @@ def live_states(trans, accepting):
     frontier = np.flatnonzero(live)
     while frontier.size:
         preds = np.concatenate([src_sorted[starts[s]:starts[s + 1]] for s in frontier.tolist()])
-        preds = np.unique(preds)
+        preds = sorted_unique(preds)
         preds = preds[~live[preds]]
         live[preds] = True
         frontier = preds
