@@ -19,8 +19,8 @@ pointer (``strict=True``), or is over-approximated with a
 (``strict=False``).  The departures from the specification are listed in
 docs/json-schema.md.
 
-The package splits the job: ``keywords`` (keyword values checked first),
-``loader`` (documents, drafts, ``$ref``), ``normalize`` (schemas -> typed
+The package splits the job: ``drafts`` (what each draft reads), ``keywords``
+(keyword values checked first), ``loader`` (documents, drafts, ``$ref``), ``normalize`` (schemas -> typed
 alternatives, the ``nodes``; its parts ``cases`` for the disjunctive
 keywords, ``negation`` for ``not`` and ``typed`` for the per-type
 intersection), ``strings`` and ``numbers`` (scalar languages as regexes),
@@ -64,7 +64,7 @@ class SchemaLoosened(UserWarning):
 @bounded_errors
 def compile_schema(cls, schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, escapes=DEFAULT_ESCAPES,
                    max_work=DEFAULT_MAX_WORK, time_limit_s=DEFAULT_TIME_LIMIT_S,
-                   property_order=DEFAULT_PROPERTY_ORDER):
+                   property_order=DEFAULT_PROPERTY_ORDER, default_draft=None):
     """Compile a JSON schema (dict, bool, JSON text or path) to a grammar of class ``cls``
     (:class:`~cfgmask.grammar.Grammar`; ``Grammar.from_json_schema`` calls this).
 
@@ -90,11 +90,17 @@ def compile_schema(cls, schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, e
     ``time_limit_s`` seconds the compile stops with
     :class:`~cfgmask.CompileBudgetExceeded` (a ``GrammarError``) naming the
     keyword and JSON pointer it was expanding; ``None`` lifts a limit.
+
+    ``default_draft``: the draft of a schema whose root has no ``$schema``
+    (``"draft-04"``, ``"draft-06"``, ``"draft-07"``, ``"2019-09"`` or
+    ``"2020-12"``, or a meta-schema URI; None: 2020-12).  Each subschema is read
+    as its draft says (``drafts.py``; docs/json-schema.md, "Drafts"); the
+    grammar's ``json_schema_info["draft"]`` names the root's.
     """
     t0 = time.perf_counter()
     budget = Budget(max_work, time_limit_s)
     with active(budget):
-        doc = SchemaDoc(read_schema(schema))
+        doc = SchemaDoc(read_schema(schema), default_draft)
         norm = Normalizer(doc, strict=strict, budget=budget, property_order=property_order)
         builder = Builder(norm, whitespace, escapes)
         start = builder.run(frozenset([""]))
@@ -102,6 +108,7 @@ def compile_schema(cls, schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, e
         info = {
             "whitespace": whitespace, "escapes": escapes, "strict": strict,
             "property_order": property_order,
+            "draft": doc.draft.name,
             "loosened": list(norm.loosened),
             "front_end_s": time.perf_counter() - t0,
             "work": budget.work,
@@ -149,8 +156,9 @@ def json_grammar(cls, whitespace=DEFAULT_WHITESPACE, escapes=DEFAULT_ESCAPES):
     return compile_schema(cls, True, whitespace=whitespace, escapes=escapes)
 
 
-def validate(instance, schema):
-    """True iff the parsed JSON ``instance`` is valid under ``schema`` with cfgmask's semantics."""
-    doc = SchemaDoc(read_schema(schema))
+def validate(instance, schema, default_draft=None):
+    """True iff the parsed JSON ``instance`` is valid under ``schema`` with cfgmask's semantics
+    (``default_draft`` as for :func:`compile_schema`)."""
+    doc = SchemaDoc(read_schema(schema), default_draft)
     doc.check_cycles()  # a validator would loop on an in-place cycle
     return Validator(doc).valid(instance, "")

@@ -19,11 +19,12 @@ import json
 from cfgmask.errors import GrammarError
 from cfgmask.frontends.json_schema.automata import is_empty, product
 from cfgmask.frontends.json_schema.emit import string_dfa
+from cfgmask.frontends.json_schema.drafts import ANNOTATIONS
 from cfgmask.frontends.json_schema.errors import Unsupported
 from cfgmask.frontends.json_schema.loader import child, display
 from cfgmask.frontends.json_schema.nodes import DEPENDENCY_KW, OBJECT_KW, UNDISPATCHED, atom
 from cfgmask.frontends.json_schema.numbers import to_decimal
-from cfgmask.frontends.json_schema.validate import ANNOTATIONS, json_equal, json_key, json_type, matches_pattern
+from cfgmask.frontends.json_schema.validate import json_equal, json_key, json_type, matches_pattern
 
 
 class CaseSplits:
@@ -44,9 +45,9 @@ class CaseSplits:
                 return alts
         if k in ("dependentRequired", "dependentSchemas", "dependencies"):
             cases = self._dependency_cases(s, p, k, rest, skip)
-        elif k == "if" and self._requires_if_present(s) is not None:
+        elif k == "if" and self._requires_if_present(s, p) is not None:
             # "if a is present then bs are required": dependentRequired {a: bs}
-            a_name, reqs = self._requires_if_present(s)
+            a_name, reqs = self._requires_if_present(s, p)
             dep = {"dependentRequired": {a_name: reqs}}
             cases = [[self.doc.add_synthetic(f"dep({json.dumps(dep, sort_keys=True)})", dep)]]
         else:
@@ -277,11 +278,13 @@ class CaseSplits:
             alts.extend(self.node(frozenset(conj)).alts)
         return alts
 
-    def _requires_if_present(self, s):
-        """``(a, names)`` if ``s`` is ``if: {required: [a]}`` (maybe ``type: object``),
-        ``then: {required: names}`` and no ``else``; else None."""
-        cond, then = s.get("if"), s.get("then")
-        if "else" in s or not isinstance(cond, dict) or not isinstance(then, dict):
+    def _requires_if_present(self, s, p):
+        """``(a, names)`` if ``s`` (at ``p``) is ``if: {required: [a]}`` (maybe ``type:
+        object``), ``then: {required: names}`` and no ``else``; else None."""
+        if "else" in s or "if" not in s or "then" not in s:
+            return None
+        cond, then = self.doc.schema_at(child(p, "if")), self.doc.schema_at(child(p, "then"))
+        if not isinstance(cond, dict) or not isinstance(then, dict):
             return None
         if any(kk not in ("required", "type") and kk not in ANNOTATIONS for kk in cond) or \
                 cond.get("type", "object") not in ("object", ["object"]) or \
@@ -299,7 +302,7 @@ class CaseSplits:
         an object: property d absent (allowed unless required) or in values";
         ``pure``: the schema is exactly that test; ``non_object``: the schema's
         answer for every non-object (True, False, or None: it depends)."""
-        s = self.doc.get(ptr)
+        s = self.doc.schema_at(ptr)
         if not isinstance(s, dict) or "$ref" in s:
             return []
         props = s.get("properties")
@@ -314,7 +317,8 @@ class CaseSplits:
         if "type" in s and not obj_only:
             others.append("type")
         out = []
-        for d, sub in props.items():
+        for d in props:
+            sub = self.doc.schema_at(child(ptr, "properties", d))
             if not isinstance(sub, dict) or not ("const" in sub or "enum" in sub) or \
                     any(kk not in ("const", "enum", "type") and kk not in ANNOTATIONS for kk in sub):
                 continue

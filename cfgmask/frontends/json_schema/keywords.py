@@ -17,6 +17,7 @@ import math
 import sys
 
 from cfgmask.errors import GrammarError
+from cfgmask.frontends.json_schema.drafts import DEFAULT, draft_for
 from cfgmask.frontends.json_schema.errors import Unsupported
 
 # JSON nesting (objects and arrays, const/enum values included) a schema may
@@ -129,21 +130,28 @@ def _check_scalar(v, p):
                        construct="schema")
 
 
-def check_keywords(root):
-    """Refuse keyword values the meta-schema forbids, in every subschema (iterative)."""
-    work = [(root, "")]
+def check_keywords(root, default=DEFAULT):
+    """Refuse keyword values the meta-schema forbids, in every subschema (iterative).
+
+    Each subschema is checked as its draft reads it (``drafts.py``; ``default``:
+    the draft of a root without ``$schema``): a keyword the draft does not
+    define is an annotation there, whatever its value."""
+    work = [(root, "", default)]
     while work:
-        s, p = work.pop()
+        s, p, outer = work.pop()
         if isinstance(s, bool):
             continue
         if not isinstance(s, dict):
             raise GrammarError(f"JSON schema: the schema at {_pointer(p)} must be an object or a "
                                f"boolean, not {_show(s)}", where=_pointer(p), construct="schema")
+        draft = draft_for(s, outer)
         for k, v in s.items():
             kp = _child(p, k)
             if k.startswith("x-cfgmask-"):
                 raise GrammarError(f"JSON schema: {k} at {_pointer(kp)} is reserved for the "
                                    f"compiler's own schemas", where=_pointer(kp), construct=k)
+            if k not in draft.known:
+                continue  # not a keyword of this draft: an annotation, any value
             if k in ("enum", "const", "examples", "default"):
                 if k == "enum" and not isinstance(v, list):
                     _refuse(k, kp, "an array", v)
@@ -194,7 +202,7 @@ def check_keywords(root):
                         if not all(isinstance(x, str) for x in d):
                             _refuse(k, _child(kp, n), "a schema or an array of strings", d)
                     elif _is_schema(d):
-                        work.append((d, _child(kp, n)))
+                        work.append((d, _child(kp, n), draft))
                     else:
                         _refuse(k, _child(kp, n), "a schema or an array of strings", d)
             elif k == "$vocabulary":
@@ -203,24 +211,24 @@ def check_keywords(root):
             elif k in _SCHEMA:
                 if not _is_schema(v):
                     _refuse(k, kp, "a schema (an object or a boolean)", v)
-                work.append((v, kp))
+                work.append((v, kp, draft))
             elif k == "items":
                 if isinstance(v, list):
                     if not all(_is_schema(x) for x in v):
                         _refuse(k, kp, "a schema or an array of schemas", v)
-                    work += [(x, _child(kp, i)) for i, x in enumerate(v)]
+                    work += [(x, _child(kp, i), draft) for i, x in enumerate(v)]
                 elif _is_schema(v):
-                    work.append((v, kp))
+                    work.append((v, kp, draft))
                 else:
                     _refuse(k, kp, "a schema or an array of schemas", v)
             elif k in _SCHEMA_LIST:
                 if not isinstance(v, list) or not v or not all(_is_schema(x) for x in v):
                     _refuse(k, kp, "a non-empty array of schemas", v)
-                work += [(x, _child(kp, i)) for i, x in enumerate(v)]
+                work += [(x, _child(kp, i), draft) for i, x in enumerate(v)]
             elif k in _SCHEMA_MAP:
                 if not isinstance(v, dict) or not all(_is_schema(x) for x in v.values()):
                     _refuse(k, kp, "an object whose values are schemas", v)
-                work += [(x, _child(kp, n)) for n, x in v.items()]
+                work += [(x, _child(kp, n), draft) for n, x in v.items()]
 
 
 # ------------------------------------------------------------ error messages

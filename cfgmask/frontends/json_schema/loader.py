@@ -9,13 +9,13 @@ that synthetic schema.  Pointers are the identity of subschemas everywhere
 else in the package.  :meth:`SchemaDoc.check_cycles` refuses in-place
 ``$ref`` cycles and over-long in-place chains before anything compiles.
 
-Drafts: ``$schema`` selects draft-04, -06, -07, 2019-09 or 2020-12; without
-it the document is read as 2020-12 (what the ``jsonschema`` package does).
-The older spellings found in the wild are honoured in every draft where they
-are not keywords of their own: ``definitions``, ``dependencies``, array-form
-``items`` with ``additionalItems``, boolean ``exclusiveMaximum``/
-``exclusiveMinimum`` (draft-04), and ``id``.  In draft-07 and older, keywords
-next to ``$ref`` are ignored, as those drafts say.
+Drafts: ``$schema`` selects draft-04, -06, -07, 2019-09 or 2020-12, at the
+root or at an embedded schema; without it the root is read as the caller's
+default draft (2020-12 unless told otherwise, what the ``jsonschema`` package
+does).  ``drafts.py`` says what each draft reads; :meth:`SchemaDoc.schema_at`
+is a subschema as its draft reads it (other keywords left out, ``$ref`` alone
+in draft-07 and older), and the rest of the package reads schemas through it.
+Identifiers and anchors are indexed as each draft spells them.
 
 ``$ref`` resolves JSON pointers (``#/$defs/a``, ``#``), ``$anchor`` and
 ``$id``-based references inside the document; other documents (remote refs)
@@ -28,25 +28,10 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urldefrag, urljoin
 
 from cfgmask.errors import ConfigurationError, GrammarError
+from cfgmask.frontends.json_schema.drafts import DRAFT2020, IN_PLACE, default_draft, draft_for
 from cfgmask.frontends.json_schema.keywords import MAX_IN_PLACE_DEPTH, check_keywords, check_values
 
 DEFAULT_BASE = "https://cfgmask.invalid/schema.json"
-
-_DRAFTS = {
-    "draft-04": 4, "draft-03": 4, "draft-06": 6, "draft-07": 7,
-    "2019-09": 2019, "2020-12": 2020,
-}
-
-# keywords whose value is one subschema / an array of them / a name -> subschema map
-SUBSCHEMA_ONE = ("not", "if", "then", "else", "additionalProperties", "additionalItems",
-                 "unevaluatedProperties", "unevaluatedItems", "contains", "propertyNames",
-                 "contentSchema", "items")
-SUBSCHEMA_LIST = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
-SUBSCHEMA_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
-                 "dependencies")
-# keywords that apply their subschemas to the value itself (not to a part of it)
-_IN_PLACE = frozenset(("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas",
-                       "dependencies"))
 
 
 def read_schema(schema):
@@ -114,25 +99,25 @@ def display(pointer):
 
 
 _MISSING = object()
+_default_draft = default_draft  # the name SchemaDoc's argument shadows
 
 
 class SchemaDoc:
     """One schema document plus the synthetic schemas written while compiling it."""
 
-    def __init__(self, root):
+    def __init__(self, root, default_draft=None):
         if not isinstance(root, (dict, bool)):
             raise GrammarError(f"a JSON schema must be an object or a boolean, not {type(root).__name__}",
                                where="#", construct="schema")
+        try:
+            default = _default_draft(default_draft)
+        except ValueError as e:
+            raise ConfigurationError(str(e)) from None
         # malformed values are refused before anything below reads them
         check_values(root)
-        check_keywords(root)
+        check_keywords(root, default)
         self.root = root
-        self.draft = 2020
-        if isinstance(root, dict) and isinstance(root.get("$schema"), str):
-            for key, d in _DRAFTS.items():
-                if key in root["$schema"]:
-                    self.draft = d
-                    break
+        self.draft = draft_for(root, default)  # the root's Draft (drafts.py)
         self.synthetic = {}   # "!<n>@<origin>" -> schema
         self.origin_hint = ""  # the schema being compiled, for add_synthetic
         self.synthetic_names = {}  # description -> "!<n>"
@@ -140,42 +125,42 @@ class SchemaDoc:
         self.by_uri = {}      # absolute URI (no fragment) -> pointer
         self.anchors = {}     # absolute URI + "#" + anchor -> pointer
         self.base_of = {}     # pointer -> base URI in effect there
+        self.draft_of = {}    # pointer -> Draft of the schema there (schema positions)
         self._got = {}        # pointer -> schema (get's memo)
-        self._index(root, "", DEFAULT_BASE)
+        self._views = {}      # pointer -> schema as its draft reads it (schema_at's memo)
+        self._index(root, "", DEFAULT_BASE, self.draft)
 
-    # ---- indexing ids and anchors
-    def _index(self, s, pointer, base):
+    # ---- indexing ids, anchors and drafts
+    def _index(self, s, pointer, base, outer):
+        draft = self.draft_of[pointer] = draft_for(s, outer)
         if not isinstance(s, dict):
             self.base_of[pointer] = base
             return
-        sid = s.get("$id")
-        if sid is None and self.draft <= 7:
-            sid = s.get("id") if isinstance(s.get("id"), str) else None
-        if isinstance(sid, str):
-            if sid.startswith("#") and self.draft <= 7:
+        sid = draft.schema_id(s)
+        if sid is not None:
+            if sid.startswith("#") and draft.anchor_keyword is None:
                 self.anchors[urldefrag(base)[0] + sid] = pointer  # draft-07 location-independent id
             else:
                 base = _join(base, sid)
                 self.by_uri[urldefrag(base)[0]] = pointer
         if pointer == "":
             self.by_uri.setdefault(urldefrag(base)[0], "")
-        anchor = s.get("$anchor")
+        anchor = s.get(draft.anchor_keyword) if draft.anchor_keyword else None
         if isinstance(anchor, str):
             self.anchors[urldefrag(base)[0] + "#" + anchor] = pointer
         self.base_of[pointer] = base
-        for k, v in s.items():
-            if k in ("enum", "const", "examples", "default"):
-                continue
-            if k in SUBSCHEMA_MAP and isinstance(v, dict):
+        for k, kind in draft.subschema_keywords(s):
+            v = s[k]
+            if kind in ("map", "dependencies") and isinstance(v, dict):
                 for name, sub in v.items():
                     if isinstance(sub, (dict, bool)):
-                        self._index(sub, child(pointer, k, name), base)
-            elif k in SUBSCHEMA_LIST and isinstance(v, list):
+                        self._index(sub, child(pointer, k, name), base, draft)
+            elif kind in ("list", "items") and isinstance(v, list):
                 for i, sub in enumerate(v):
                     if isinstance(sub, (dict, bool)):
-                        self._index(sub, child(pointer, k, i), base)
-            elif k in SUBSCHEMA_ONE and isinstance(v, (dict, bool)):
-                self._index(v, child(pointer, k), base)
+                        self._index(sub, child(pointer, k, i), base, draft)
+            elif kind in ("one", "items") and isinstance(v, (dict, bool)):
+                self._index(v, child(pointer, k), base, draft)
 
     # ---- access
     def get(self, pointer):
@@ -206,7 +191,25 @@ class SchemaDoc:
         return node
 
     def draft_at(self, pointer):
-        return 2020 if pointer.startswith("!") else self.draft
+        """The :class:`~.drafts.Draft` the schema at ``pointer`` is read in: the nearest
+        enclosing schema's (a compiler-written schema is 2020-12)."""
+        if pointer.startswith("!"):
+            return DRAFT2020
+        p = pointer
+        while p not in self.draft_of:
+            if not p:
+                return self.draft
+            p = p.rsplit("/", 1)[0]
+        return self.draft_of[p]
+
+    def schema_at(self, pointer):
+        """The schema at ``pointer`` as its draft reads it (:meth:`~.drafts.Draft.view`):
+        the keywords that draft does not read left out, ``$ref`` alone where the draft
+        ignores its siblings.  Every reader of keywords goes through this."""
+        view = self._views.get(pointer, _MISSING)
+        if view is _MISSING:
+            view = self._views[pointer] = self.draft_at(pointer).view(self.get(pointer))
+        return view
 
     def add_synthetic(self, name, schema, source=None):
         """Register a compiler-written schema named ``name``; returns its pointer ``"!<n>@<source>"``.
@@ -325,7 +328,7 @@ class SchemaDoc:
         while i < len(reached):
             p = reached[i]
             i += 1
-            s = self.get(p)
+            s = self.schema_at(p)  # the keywords its draft applies
             if not isinstance(s, dict):
                 continue
             in_place, consuming = [], []
@@ -334,17 +337,15 @@ class SchemaDoc:
                     in_place.append(self.resolve(p, s["$ref"]))
                 except GrammarError:
                     pass  # reported when the compiler gets there
-            if not ("$ref" in s and self.draft_at(p) <= 7):  # older drafts ignore the rest
-                for k, v in s.items():
-                    if k in ("enum", "const", "examples", "default", "$defs", "definitions"):
-                        continue
-                    out = in_place if k in _IN_PLACE else consuming
-                    if k in SUBSCHEMA_MAP and isinstance(v, dict):
-                        out += [child(p, k, n) for n, x in v.items() if isinstance(x, (dict, bool))]
-                    elif k in SUBSCHEMA_LIST and isinstance(v, list):
-                        out += [child(p, k, j) for j, x in enumerate(v) if isinstance(x, (dict, bool))]
-                    elif k in SUBSCHEMA_ONE and isinstance(v, (dict, bool)):
-                        out.append(child(p, k))
+            for k, kind in self.draft_at(p).subschema_keywords(s):
+                v = s[k]
+                out = in_place if k in IN_PLACE else consuming
+                if kind in ("map", "dependencies") and isinstance(v, dict):
+                    out += [child(p, k, n) for n, x in v.items() if isinstance(x, (dict, bool))]
+                elif kind in ("list", "items") and isinstance(v, list):
+                    out += [child(p, k, j) for j, x in enumerate(v) if isinstance(x, (dict, bool))]
+                elif kind in ("one", "items") and isinstance(v, (dict, bool)):
+                    out.append(child(p, k))
             edges[p] = in_place
             for q in in_place + consuming:
                 if q not in seen:

@@ -8,10 +8,10 @@ it; its methods use the normaliser's ``doc`` and ``fail``.
 """
 
 from cfgmask.frontends.json_schema import strings as S
+from cfgmask.frontends.json_schema.drafts import ANNOTATIONS
 from cfgmask.frontends.json_schema.errors import Unsupported
 from cfgmask.frontends.json_schema.loader import child, display
 from cfgmask.frontends.json_schema.nodes import HANDLED, REFUSED
-from cfgmask.frontends.json_schema.validate import ANNOTATIONS
 
 
 class Negation:
@@ -38,7 +38,7 @@ class Negation:
                 raise Unsupported("not", "the negated schema refers to itself")
             self._neg_stack.add(pointer)
             try:
-                neg = self._negate(self.doc.get(pointer), pointer)
+                neg = self._negate(self.doc.schema_at(pointer), pointer)
             finally:
                 self._neg_stack.discard(pointer)
         except Unsupported as e:
@@ -56,10 +56,8 @@ class Negation:
             return True
         if not isinstance(s, dict):
             raise Unsupported("schema", "not an object")
-        draft = self.doc.draft_at(p)
-        if "$ref" in s and draft <= 7:
-            return self._negate_ptr(self.doc.resolve(p, s["$ref"]))
-        # the negation is the union (anyOf) of these schemas.  A type-specific
+        # s holds the keywords its draft reads (SchemaDoc.schema_at): $ref alone in
+        # draft-07 and older.  The negation is the union (anyOf) of these schemas.  A type-specific
         # keyword (minimum, maxLength, items, required, ...) holds vacuously for
         # values of other types, so its negation holds only for its own type.
         cases = []
@@ -140,8 +138,7 @@ class Negation:
                 for n in v:
                     cases.append({"type": "object", "required": [n],
                                   "properties": {n: self._negate_ptr(child(p, k, n))}})
-            elif k == "items" and isinstance(v, (dict, bool)) and \
-                    not (draft >= 2020 and "prefixItems" in s):
+            elif k == "items" and isinstance(v, (dict, bool)) and "prefixItems" not in s:
                 cases.append({"type": "array", "contains": self._negate_ptr(child(p, k))})
             elif k == "contains" and "minContains" not in s and "maxContains" not in s:
                 cases.append({"type": "array", "items": self._negate_ptr(child(p, k))})

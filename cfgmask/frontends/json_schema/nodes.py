@@ -9,7 +9,7 @@ conjunction's language; ``emit`` turns nodes into grammar rules.  The keyword
 groups say which keywords the normaliser handles, and how.
 """
 
-from cfgmask.frontends.json_schema.validate import ANNOTATIONS
+from cfgmask.frontends.json_schema.drafts import ANNOTATIONS
 
 TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 

@@ -95,7 +95,7 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
         p, skip = split_atom(a)
         if p == FALSE_ATOM:
             return False, p, skip
-        return self.doc.get(p), p, skip
+        return self.doc.schema_at(p), p, skip
 
     # ---- flattening
     def _flatten(self, conj):
@@ -120,7 +120,7 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
             order.append(p)
             if p == FALSE_ATOM:
                 return None, None
-            s = self.doc.get(p)
+            s = self.doc.schema_at(p)
             if s is True:
                 continue
             if s is False:
@@ -134,7 +134,7 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
                 work.append(target)
             if "x-cfgmask-ptr" in s:
                 work.append(s["x-cfgmask-ptr"])
-            if "allOf" in s and not (self.doc.draft_at(p) <= 7 and "$ref" in s):
+            if "allOf" in s:
                 if not isinstance(s["allOf"], list):
                     raise GrammarError(f"JSON schema: allOf at {display(p)} is not an array",
                                        where=display(p), construct="allOf")
@@ -142,13 +142,13 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
         out = []
         split = None
         for p in order:
-            s = self.doc.get(p)
+            s = self.doc.schema_at(p)
             if s is True:
                 continue
             skip = frozenset(skips[p])
             a = atom(p, skip)
-            if "$ref" in s and self.doc.draft_at(p) <= 7:
-                continue  # draft-07 and older: keywords next to $ref are ignored
+            if len(s) == 1 and "$ref" in s:
+                continue  # nothing but the reference, followed above (draft-07 and older: siblings ignored)
             for k in REFUSED:
                 if k in s and k not in skip:
                     if k in ("unevaluatedProperties", "unevaluatedItems") and s[k] is True:
@@ -232,7 +232,7 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
             if not isinstance(props, dict):
                 continue
             for d in present.intersection(props):
-                sub = props[d]
+                sub = self.doc.schema_at(child(p, "properties", d))
                 if isinstance(sub, dict) and ("const" in sub or "enum" in sub):
                     vals = [sub["const"]] if "const" in sub else sub["enum"]
                     if isinstance(vals, list):

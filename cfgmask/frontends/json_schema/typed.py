@@ -10,12 +10,13 @@ it; its methods use the normaliser's ``doc``, ``fail``, ``schema``,
 from cfgmask.errors import GrammarError
 from cfgmask.frontends.json_schema import strings as S
 from cfgmask.frontends.json_schema.budget import MAX_COUNT, check_count
+from cfgmask.frontends.json_schema.drafts import ANNOTATIONS
 from cfgmask.frontends.json_schema.errors import Unsupported
 from cfgmask.frontends.json_schema.loader import child, display
 from cfgmask.frontends.json_schema.nodes import (ARRAY_KW, HANDLED, NUMBER_KW, OBJECT_KW, STRING_KW, Arr, Bool,
                                                  KeySpec, Null, Num, Obj, Str, atom, split_atom, with_skip)
 from cfgmask.frontends.json_schema.numbers import to_decimal
-from cfgmask.frontends.json_schema.validate import ANNOTATIONS, json_type, matches_pattern
+from cfgmask.frontends.json_schema.validate import json_type, matches_pattern
 
 _ALL_TYPES = frozenset(("null", "boolean", "number", "string", "array", "object", "integer"))
 
@@ -32,7 +33,6 @@ class TypedIntersection:
         excluded = []
         for a in atoms:
             s, p, skip = self.schema(a)
-            draft = self.doc.draft_at(p)
             for k, v in s.items():
                 if k in skip or k in ANNOTATIONS:
                     continue
@@ -68,7 +68,7 @@ class TypedIntersection:
             if any(k in s and k not in skip for k in OBJECT_KW):
                 obj_sources.append((s, p, skip))
             if any(k in s and k not in skip for k in ARRAY_KW):
-                arr_sources.append((s, p, skip, draft))
+                arr_sources.append((s, p, skip))
         alts = []
         ex_types = {json_type(v) for v in excluded}
         if "null" in types and "null" not in ex_types:
@@ -156,7 +156,9 @@ class TypedIntersection:
     # ---- arrays
     def _array(self, arr, sources):
         prefixes, rests = [], []
-        for s, p, skip, draft in sources:
+        for s, p, skip in sources:
+            # s is read as its draft reads it (SchemaDoc.schema_at): prefixItems only in
+            # 2020-12, an array items (a tuple) up to 2019-09 and in 2020-12 as 2019-09 reads it
             items = s.get("items") if "items" not in skip else None
             prefix_ptrs, rest = [], frozenset()
             if isinstance(items, list):
@@ -265,7 +267,10 @@ class TypedIntersection:
         """``sources`` in the order their ``keyword`` lists are merged (docs/json-schema.md)."""
         if self.property_order == "own-first":
             return sources
-        return sorted(sources, key=lambda x: self._written_key(x[1]) + (_key_index(x[0], keyword),))
+        # positions in the document as written (get), not in the draft's view (schema_at),
+        # which leaves keywords out: _written_key counts them in the written schema too
+        return sorted(sources, key=lambda x: self._written_key(x[1]) +
+                      (_key_index(self.doc.get(x[1]), keyword),))
 
     def _object(self, obj, sources):
         names, required, forbidden = [], [], set()

@@ -28,12 +28,6 @@ from cfgmask.frontends.json_schema.errors import Unsupported
 from cfgmask.frontends.json_schema.loader import child
 from cfgmask.frontends.json_schema.numbers import to_decimal
 
-ANNOTATIONS = frozenset((
-    "title", "description", "examples", "default", "$comment", "$schema", "$id", "id",
-    "$anchor", "$defs", "definitions", "deprecated", "readOnly", "writeOnly",
-    "contentMediaType", "contentEncoding", "contentSchema", "$vocabulary",
-))
-
 
 def json_type(v):
     if v is None:
@@ -132,37 +126,33 @@ class Validator:
         self.doc = doc
 
     def valid(self, v, pointer):
-        return self.valid_schema(v, self.doc.get(pointer), pointer)
+        return self.valid_schema(v, self.doc.schema_at(pointer), pointer)
 
     def valid_schema(self, v, s, ptr):
-        """Whether ``v`` is valid under the schema ``s`` found at pointer ``ptr``."""
+        """Whether ``v`` is valid under the schema ``s`` found at pointer ``ptr``, as its
+        draft reads it (``SchemaDoc.schema_at``: ``$ref`` alone in draft-07 and older)."""
         if s is True:
             return True
         if s is False:
             return False
         if not isinstance(s, dict):
             raise Unsupported("schema", f"a schema must be an object or a boolean (at {ptr})")
-        doc = self.doc
-        draft = doc.draft_at(ptr)
-        if "$ref" in s:
-            if not self.valid(v, doc.resolve(ptr, s["$ref"])):
-                return False
-            if draft <= 7:
-                return True
+        if "$ref" in s and not self.valid(v, self.doc.resolve(ptr, s["$ref"])):
+            return False
         for k in ("$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems"):
             if k in s:
                 raise Unsupported(k, "not supported")
         jt = json_type(v)
         for key, val in s.items():
-            if not self._keyword(key, val, v, jt, s, ptr, draft):
+            if not self._keyword(key, val, v, jt, s, ptr):
                 return False
         return True
 
     def _sub(self, v, ptr, *tokens):
         p = child(ptr, *tokens)
-        return self.valid_schema(v, self.doc.get(p), p)
+        return self.valid_schema(v, self.doc.schema_at(p), p)
 
-    def _keyword(self, key, val, v, jt, s, ptr, draft):
+    def _keyword(self, key, val, v, jt, s, ptr):
         if key == "type":
             types = [val] if isinstance(val, str) else val
             return any(has_type(v, t) for t in types)
@@ -187,16 +177,16 @@ class Validator:
                 return "then" not in s or self._sub(v, ptr, "then")
             return "else" not in s or self._sub(v, ptr, "else")
         if jt == "number":
-            return self._number(key, val, v, s, draft)
+            return self._number(key, val, v, s)
         if jt == "string":
             return self._string(key, val, v)
         if jt == "array":
-            return self._array(key, val, v, s, ptr, draft)
+            return self._array(key, val, v, s, ptr)
         if jt == "object":
             return self._object(key, val, v, s, ptr)
         return True
 
-    def _number(self, key, val, v, s, draft):
+    def _number(self, key, val, v, s):
         x = to_decimal(v)
         if key == "x-cfgmask-nonint":
             return x != x.to_integral_value()
@@ -232,16 +222,17 @@ class Validator:
             return not matches_format(val, v)
         return True
 
-    def _items_layout(self, s, draft):
-        """(prefix key or None, prefix length, rest key or None) of an array schema."""
+    def _items_layout(self, s):
+        """(prefix key or None, prefix length, rest key or None) of an array schema
+        (``s`` as its draft reads it: ``prefixItems`` only in 2020-12)."""
         items = s.get("items")
         if isinstance(items, list):
             return "items", len(items), ("additionalItems" if "additionalItems" in s else None)
-        prefix = s.get("prefixItems") if draft >= 2020 or "prefixItems" in s else None
+        prefix = s.get("prefixItems")
         n = len(prefix) if isinstance(prefix, list) else 0
         return ("prefixItems" if n else None), n, ("items" if "items" in s else None)
 
-    def _array(self, key, val, v, s, ptr, draft):
+    def _array(self, key, val, v, s, ptr):
         if key == "minItems":
             return len(v) >= val
         if key == "maxItems":
@@ -251,7 +242,7 @@ class Validator:
                 return True
             return all(not json_equal(v[i], v[j]) for i in range(len(v)) for j in range(i))
         if key in ("items", "prefixItems", "additionalItems"):
-            pkey, n, rest = self._items_layout(s, draft)
+            pkey, n, rest = self._items_layout(s)
             if key == "additionalItems" and rest != "additionalItems":
                 return True
             if key == "items" and pkey == "items":
