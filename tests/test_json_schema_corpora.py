@@ -1,12 +1,14 @@
 """JSON Schema grammars against the two corpora, with independent labels.
 
-JSON-Schema-Test-Suite (draft2020-12): for every group cfgmask compiles,
-each valid instance, re-serialised in the style with keys in the grammar's
-order, is accepted byte by byte with EOS at the end, and each invalid one is
-refused; groups it cannot compile exactly raise ``GrammarError`` (never
-anything else).  The only disagreements allowed are the documented
-departures (``format`` is asserted, not an annotation; ``$vocabulary`` is
-not read).
+JSON-Schema-Test-Suite (draft2020-12, draft2019-09 and draft7, each read as
+its draft: a schema without ``$schema`` as ``default_draft``): for every
+group cfgmask compiles, each valid instance, re-serialised in the style with
+keys in the grammar's order, is accepted byte by byte with EOS at the end,
+and each invalid one is refused; groups it cannot compile exactly raise
+``GrammarError`` (never anything else).  The only disagreements allowed are
+the documented departures listed in :data:`DEPARTURES` (``format`` is
+asserted, not an annotation; ``$vocabulary`` is not read).  A few of the
+suites' optional files about drafts and identifiers run too.
 
 JSONSchemaBench (the 200 public schemas): each compiles or raises
 ``GrammarError``; labelled instances agree with their labels; documents
@@ -31,22 +33,41 @@ from cfgmask.frontends.json_schema.serialize import serialize
 from support.corpora import require
 from support.json_schema import accepts, compile_bytes, jsonschema_errors, sample
 
-# (file, group description, test description): disagreements that are documented departures
+# the suites run: folder -> the draft a schema without $schema is read as
+SUITES = {"draft2020-12": "2020-12", "draft2019-09": "2019-09", "draft7": "draft-07"}
+
+_FORMAT = "format is asserted for the formats cfgmask knows, not an annotation (docs/json-schema.md)"
+_VOCABULARY = "$vocabulary is not read: the validation keywords always apply (docs/json-schema.md)"
+# suite -> keyword file -> why its disagreements are documented departures; nothing
+# else may disagree.  draft7 has no $vocabulary (its format.json only checks that
+# formats ignore non-strings, which cfgmask agrees with)
 DEPARTURES = {
-    "format": "format is asserted for the formats cfgmask knows (docs/json-schema.md)",
-    "vocabulary": "$vocabulary is not read: validation keywords always apply",
+    "draft2020-12": {"format": _FORMAT, "vocabulary": _VOCABULARY},
+    "draft2019-09": {"format": _FORMAT, "vocabulary": _VOCABULARY},
+    "draft7": {"format": _FORMAT},
+}
+# optional files about drafts and identifiers, with no departure: what a draft reads
+# (unknownKeyword, refOfUnknownKeyword, no-schema), ids and anchors, and the
+# compatibility reading of dependencies in 2019-09 and 2020-12 (drafts.py)
+OPTIONAL = {
+    "draft2020-12": ["anchor", "dependencies-compatibility", "id", "no-schema", "refOfUnknownKeyword",
+                     "unknownKeyword"],
+    "draft2019-09": ["anchor", "dependencies-compatibility", "id", "no-schema", "refOfUnknownKeyword",
+                     "unknownKeyword"],
+    "draft7": ["id", "unknownKeyword"],
 }
 
 
-def suite_files():
-    root = require("json/json-schema-test-suite/tests/draft2020-12", "JSON-Schema-Test-Suite")
+def suite_files(suite="draft2020-12"):
+    root = require(f"json/json-schema-test-suite/tests/{suite}", f"JSON-Schema-Test-Suite {suite}")
     return sorted(root.glob("*.json"))
 
 
-def run_suite_file(path, style, escapes):
-    """Counts for one keyword file: groups compiled/refused, agreements, departures."""
+def run_suite_file(path, style, escapes, suite="draft2020-12", departures=None):
+    """Counts for one keyword file of ``suite``: groups compiled/refused, agreements, departures."""
     counts = {"groups": 0, "refused": 0, "agree": 0, "departure": 0, "unrepresentable": 0}
     kw = path.stem
+    departures = DEPARTURES[suite] if departures is None else departures
     for group in json.loads(path.read_text(encoding="utf-8")):
         try:
             # format.json reads every format as an annotation; the ones cfgmask cannot
@@ -54,7 +75,7 @@ def run_suite_file(path, style, escapes):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SchemaLoosened)
                 c = compile_bytes(compile_schema(Grammar, group["schema"], whitespace=style, escapes=escapes,
-                                                 strict=kw != "format"))
+                                                 strict=kw != "format", default_draft=SUITES[suite]))
         except GrammarError as e:
             if "no instance can satisfy" in str(e):
                 assert not any(t["valid"] for t in group["tests"]), (kw, group["description"])
@@ -72,32 +93,46 @@ def run_suite_file(path, style, escapes):
                 continue
             if (text is not None) == t["valid"]:
                 counts["agree"] += 1
-            elif kw in DEPARTURES:
+            elif kw in departures:
                 counts["departure"] += 1
             else:
-                pytest.fail(f"{kw}: {group['description']} / {t['description']}: valid={t['valid']} "
+                pytest.fail(f"{suite}/{kw}: {group['description']} / {t['description']}: valid={t['valid']} "
                             f"but the grammar {'accepts' if text else 'refuses'} "
                             f"{json.dumps(t['data'])[:200]}")
     return counts
 
 
-@pytest.mark.parametrize("style,escapes", [("compact", "canonical")])
-def test_json_schema_test_suite(style, escapes):
+# the least each suite compiles and agrees on (compact style; the counts of
+# docs/json-schema.md's tables, less a margin): a drop is a regression
+SUITE_FLOOR = {"draft2020-12": (250, 950), "draft2019-09": (260, 945), "draft7": (235, 840)}
+
+
+@pytest.mark.parametrize("suite", list(SUITES))
+def test_json_schema_test_suite(suite):
     total = {}
-    for path in suite_files():
-        c = run_suite_file(path, style, escapes)
+    for path in suite_files(suite):
+        c = run_suite_file(path, "compact", "canonical", suite)
         for k, v in c.items():
             total[k] = total.get(k, 0) + v
     # most groups compile, and nothing but the documented departures disagrees
-    assert total["groups"] >= 250 and total["agree"] >= 950, total
+    groups, agree = SUITE_FLOOR[suite]
+    assert total["groups"] >= groups and total["agree"] >= agree, total
+
+
+@pytest.mark.parametrize("suite,name", [(s, n) for s, names in OPTIONAL.items() for n in names])
+def test_json_schema_test_suite_optional(suite, name):
+    root = require(f"json/json-schema-test-suite/tests/{suite}/optional", f"JSON-Schema-Test-Suite {suite}")
+    c = run_suite_file(root / f"{name}.json", "compact", "canonical", suite, departures={})
+    assert c["groups"] >= 1 and c["agree"] >= 2, c
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("suite", list(SUITES))
 @pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("escapes", ["canonical", "any"])
-def test_json_schema_test_suite_all_styles(style, escapes):
-    for path in suite_files():
-        run_suite_file(path, style, escapes)
+def test_json_schema_test_suite_all_styles(suite, style, escapes):
+    for path in suite_files(suite):
+        run_suite_file(path, style, escapes, suite)
 
 
 # ------------------------------------------------------------- JSONSchemaBench
