@@ -22,10 +22,13 @@ All engines run in their compact, strict configuration: llguidance
 properties the schema allows).  cfgmask's memo of terminal automata is warm
 after the first schemas (that is how a server runs); ``--cold`` clears it
 before every schema.  ``--suite`` prints the JSON-Schema-Test-Suite counts
-per keyword instead.  Timings on a shared machine are noisy: compare ratios.
+per keyword instead (``--draft``: the suite folder, draft2020-12 by default,
+or draft2019-09 or draft7; cfgmask reads a schema without ``$schema`` as that
+draft, the other engines as they do).  Timings on a shared machine are noisy:
+compare ratios.
 
     python -m benchmarks.run_json_schema [--limit N] [--samples 3] [--cold]
-    python -m benchmarks.run_json_schema --suite
+    python -m benchmarks.run_json_schema --suite [--draft draft7] [--engines cfgmask]
 """
 
 import argparse
@@ -397,11 +400,18 @@ def tables(res, engines):
 
 # ------------------------------------------------------------------ test suite
 
-def suite_counts(engines=("cfgmask", "llguidance", "xgrammar")):
-    """JSON-Schema-Test-Suite draft2020-12, per keyword file: groups compiled per engine, and
-    cfgmask's agreement with the labels (serialised in compact style, byte by byte)."""
+# the suite folders --suite --draft reads: folder -> the draft of a schema without $schema
+SUITE_DRAFTS = {"draft2020-12": "2020-12", "draft2019-09": "2019-09", "draft7": "draft-07"}
+
+
+def suite_counts(engines=("cfgmask", "llguidance", "xgrammar"), suite="draft2020-12"):
+    """JSON-Schema-Test-Suite ``suite`` (a folder of SUITE_DRAFTS), per keyword file: groups
+    compiled per engine, and cfgmask's agreement with the labels (serialised in compact
+    style, byte by byte); cfgmask reads a schema without ``$schema`` as the suite's draft."""
     from support.json_schema import BYTES
-    root = os.path.join(corpora_root(), "json", "json-schema-test-suite", "tests", "draft2020-12")
+    root = os.path.join(corpora_root(), "json", "json-schema-test-suite", "tests", suite)
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"JSON-Schema-Test-Suite {suite} not found at {root}; set CFGMASK_CORPORA")
     tok = Tok() if set(engines) - {"cfgmask"} else None
     others = [ENGINES[e](tok) for e in engines if e != "cfgmask"]
     rows = []
@@ -422,7 +432,8 @@ def suite_counts(engines=("cfgmask", "llguidance", "xgrammar")):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("error")
-                    comp = cfgmask.compile(compile_schema(Grammar, g["schema"]), BYTES)
+                    comp = cfgmask.compile(compile_schema(Grammar, g["schema"],
+                                                          default_draft=SUITE_DRAFTS[suite]), BYTES)
             except GrammarError as e:
                 if "no instance can satisfy" in str(e):
                     c["empty"] += 1
@@ -547,6 +558,8 @@ def main(argv=None):
     ap.add_argument("--engines", default="cfgmask,llguidance,xgrammar")
     ap.add_argument("--cold", action="store_true", help="clear cfgmask's automaton memo per schema")
     ap.add_argument("--suite", action="store_true", help="JSON-Schema-Test-Suite counts per keyword")
+    ap.add_argument("--draft", default="draft2020-12", choices=sorted(SUITE_DRAFTS),
+                    help="with --suite: the JSON-Schema-Test-Suite folder")
     ap.add_argument("--keywords", action="store_true", help="probe each engine keyword by keyword")
     args = ap.parse_args(argv)
     engines = tuple(args.engines.split(","))
@@ -554,7 +567,7 @@ def main(argv=None):
         print(keyword_probes(engines))
         return 0
     if args.suite:
-        print(suite_counts(engines))
+        print(suite_counts(engines, args.draft))
         return 0
     res = run(args.limit, engines, args.samples, args.cold)
     print(f"JSONSchemaBench public schemas, SmolLM2 tokenizer, {args.samples} samples per schema and "
