@@ -214,6 +214,11 @@ def test_identifiers_per_draft():
     # 2019-09: $anchor, and $defs is where definitions live
     check(in_draft("2019-09", {"$defs": {"a": {"$anchor": "A", "type": "integer"}}, "items": {"$ref": "#A"}}),
           [[1]], [["a"]])
+    # a "#name" $id (not valid from 2019-09 on) does not make "#/..." point into its schema
+    odd = {"$defs": {"i": {"type": "integer"}, "n": {"$id": "#foo", "properties": {"x": {"$ref": "#/$defs/i"}}}},
+           "properties": {"a": {"$ref": "#/$defs/n"}}}
+    c = compile_bytes(compile_schema(Grammar, odd))
+    assert accepts(c, '{"a":{"x":1}}') and not accepts(c, '{"a":{"x":"s"}}')
 
 
 def test_schema_switches_at_an_embedded_resource():

@@ -138,8 +138,12 @@ class SchemaDoc:
             return
         sid = draft.schema_id(s)
         if sid is not None:
-            if sid.startswith("#") and draft.anchor_keyword is None:
-                self.anchors[urldefrag(base)[0] + sid] = pointer  # draft-07 location-independent id
+            if sid.startswith("#"):
+                # up to draft-07 a location-independent id (an anchor); from 2019-09 on
+                # the meta-schema forbids it, and it must not make the document's own
+                # URI point here
+                if draft.anchor_keyword is None:
+                    self.anchors[urldefrag(base)[0] + sid] = pointer
             else:
                 base = _join(base, sid)
                 self.by_uri[urldefrag(base)[0]] = pointer
