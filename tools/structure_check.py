@@ -52,6 +52,8 @@ LAYERS = [
     ("cfgmask.grammar", "ir"),
     ("cfgmask.frontends", "frontends"),
     ("cfgmask._fast", "runtime"),
+    # the regex pipeline's compile-time kernels: C, but not the run time
+    ("cfgmask._fast._automata", "kernels"), ("cfgmask._fast._minimal", "kernels"),
     ("cfgmask.engine", "engine"),
     ("cfgmask.kernels", "integrations"), ("cfgmask.hf", "integrations"),
     ("cfgmask.generate", "integrations"), ("cfgmask.vllm", "integrations"),
@@ -61,7 +63,10 @@ LAYERS = [
 ]
 MAY_IMPORT = {
     "base": {"base"},
-    "automata": {"base"},
+    # automata/kernels.py imports the compile-time kernels, which import nothing
+    # from cfgmask; nothing else imports them
+    "kernels": set(),
+    "automata": {"base", "kernels"},
     # the IR's alternate constructors (Grammar.from_lark, .builtin, ...) hand
     # over to the front ends, which build the IR through the class they are given
     "ir": {"base", "frontends"},

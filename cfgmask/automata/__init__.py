@@ -23,16 +23,21 @@ says what each guarantees):
 ``setops``          products, trimming, set operations under exact pattern
                     texts
 ``refusals``        the :class:`~cfgmask.errors.GrammarError` of each refusal
+``kernels``         the switch to the C kernels of ``determinize``, ``minimize``
+                    and ``utf8`` (``CFGMASK_PURE_AUTOMATA=1``: the Python
+                    references)
 ==================  ===========================================================
 
 The names below are the package's public API; the rest of cfgmask imports
 them from here (or from the module that defines them), never a ``_private``
 name.
 
-May import: :mod:`cfgmask.errors`, :mod:`cfgmask.cache`, numpy and the
-standard library.  Never the front ends (:mod:`cfgmask.frontends`), the
-engine (:mod:`cfgmask.engine`), the runtime or :mod:`cfgmask.grammar`: the
-automata know regexes and bytes, not grammars.
+May import: :mod:`cfgmask.errors`, :mod:`cfgmask.cache`, numpy, the
+standard library and (in ``kernels`` only) the compile-time kernels
+``cfgmask._fast._automata`` and ``cfgmask._fast._minimal``, which import
+nothing from cfgmask.  Never the front ends (:mod:`cfgmask.frontends`), the
+engine (:mod:`cfgmask.engine`), the run time (the rest of ``_fast``) or
+:mod:`cfgmask.grammar`: the automata know regexes and bytes, not grammars.
 """
 
 from cfgmask.automata.determinize import progress

@@ -4,7 +4,7 @@
 boundaries (:meth:`~cfgmask.automata.nfa.NFA.atoms`) and returns a DFA table
 with one column per atom.  With lookaheads, a DFA state is a set of
 *configurations* (an NFA state with the constraint pending on its path), see
-:func:`determinize`.
+:func:`determinize_python`.
 
 Invariants of the result: state 0 is the start, ``-1`` is dead, every state
 is reachable from 0; ``follow[d]`` is the constraint mask
@@ -13,6 +13,14 @@ and for every non-accepting state; more than ``max_states`` states is a
 :func:`~cfgmask.automata.refusals.too_large` refusal.  ``progress.hook``, when
 set in this thread, is called once per subset built and may raise to abandon
 the construction.
+
+Two implementations compute the same table: :func:`determinize_python`, the
+reference, and the C kernel :func:`cfgmask._fast._automata.subsets`, which
+:func:`determinize` uses for an NFA without lookahead moves (every terminal
+of the bundled grammars but five small JavaScript ones) unless
+``CFGMASK_PURE_AUTOMATA=1`` (:mod:`~cfgmask.automata.kernels`).  They number
+the states alike, call ``progress.hook`` at the same points and refuse at
+the same state.
 """
 
 from bisect import bisect_left
@@ -20,10 +28,11 @@ import threading
 
 import numpy as np
 
+from cfgmask.automata.kernels import compiled
 from cfgmask.automata.nfa import FULL_MASK
 from cfgmask.automata.refusals import too_large
 
-__all__ = ["determinize", "progress"]
+__all__ = ["determinize", "determinize_python", "progress"]
 
 
 # progress.hook: a callable the subset construction calls once per DFA state it
@@ -78,6 +87,22 @@ def _allowed_edges(edges, mask):
 
 
 def determinize(nfa, start, final, max_states, name, bounds):
+    """:func:`determinize_python`'s result, in C when the NFA has no lookahead
+    moves (see the module docstring)."""
+    kernel = compiled()
+    if kernel is None or any(nfa.assert_moves):
+        # the lookahead configurations stay in Python: the terminals that use
+        # them are few and small (javascript.lark: five, 3 ms in all)
+        return determinize_python(nfa, start, final, max_states, name, bounds)
+    out = kernel.subsets(nfa.empty_moves, nfa.char_moves, bounds, start, final, max_states,
+                         getattr(progress, "hook", None))
+    if out is None:
+        raise too_large(name, max_states, "DFA")
+    trans, accepting = out
+    return trans, accepting, [0] * len(accepting)
+
+
+def determinize_python(nfa, start, final, max_states, name, bounds):
     """Subset construction over the code point atoms ``bounds`` (see
     :meth:`~cfgmask.automata.nfa.NFA.atoms`).
 

@@ -9,16 +9,28 @@ automata; Hopcroft's algorithm to finish or for small ones).
 :func:`renumber_bfs` numbers the states of a DFA breadth-first from 0, bytes
 in increasing order: the canonical numbering of a minimal DFA.
 
-Invariants: states with different labels are never merged; the start's block
-is state 0; every state of the result can reach an accepting state, except
-the one-state automaton of the empty language; the input is never modified.
+Invariants: states with different labels are never merged; blocks are
+numbered by their first (lowest) live state, so the start's block is state 0
+and the result does not depend on the order in which blocks were refined;
+every state of the result can reach an accepting state, except the one-state
+automaton of the empty language; the input is never modified.
+
+Two implementations compute the same arrays: :func:`minimize_python` and
+:func:`renumber_bfs_python`, the references, and the C kernels
+:func:`cfgmask._fast._automata.minimal` (Hopcroft's algorithm over flat
+arrays) and :func:`cfgmask._fast._automata.bfs`, which
+:func:`minimize_and_trim` and :func:`renumber_bfs` use unless
+``CFGMASK_PURE_AUTOMATA=1`` (:mod:`~cfgmask.automata.kernels`).
+The numbering by first state is what lets them agree array for array: the
+coarsest partition is unique, its numbering was an accident of refinement.
 """
 
 import numpy as np
 
 from cfgmask.automata.dfa import column_classes
+from cfgmask.automata.kernels import compiled
 
-__all__ = ["minimize_and_trim", "renumber_bfs"]
+__all__ = ["minimize_and_trim", "minimize_python", "renumber_bfs", "renumber_bfs_python"]
 
 
 def _predecessors(table):
@@ -140,6 +152,30 @@ def _co_accessible(accepting, bounds, pred_source):
 
 
 def minimize_and_trim(trans, accepting, follow, moore_min_states=_MOORE_MIN_STATES):
+    """:func:`minimize_python`'s result, computed in C (see the module
+    docstring; ``moore_min_states`` only tunes the Python version)."""
+    kernel = compiled()
+    if kernel is None or not len(follow):
+        return minimize_python(trans, accepting, follow, moore_min_states)
+    # labels as the reference numbers them: 0 not accepting, 1 + i accepting
+    # under the i-th distinct follow mask (most automata have none: one label)
+    accepting = np.asarray(accepting, dtype=bool)
+    if any(follow):
+        label_of_mask = {}
+        labels = np.array([label_of_mask.setdefault(follow[s], len(label_of_mask)) + 1
+                           if accepting[s] else 0 for s in range(len(follow))], dtype=np.int64)
+        mask_of_label = [0] + list(label_of_mask)
+    else:
+        labels = accepting.astype(np.int64)
+        mask_of_label = [0, 0]
+    out = kernel.minimal(trans, labels)
+    if out is None:
+        return np.full((1, trans.shape[1]), -1, dtype=np.int32), np.zeros(1, dtype=bool), [0]
+    new_trans, new_labels = out
+    return new_trans, new_labels > 0, [mask_of_label[label] for label in new_labels.tolist()]
+
+
+def minimize_python(trans, accepting, follow, moore_min_states=_MOORE_MIN_STATES):
     """Minimal trimmed DFA equivalent to ``trans`` (start 0, -1 = dead; the other
     states in no particular order).
 
@@ -170,14 +206,13 @@ def minimize_and_trim(trans, accepting, follow, moore_min_states=_MOORE_MIN_STAT
     if not done:  # long chains (a{1,1000}): finish from Moore's partition
         block_of = np.array(_hopcroft(n, block_of.tolist(), *_predecessors(table)), dtype=np.int64)
 
-    # One state per block, the start's block first (the caller renumbers the
-    # final byte automaton breadth-first, see renumber_bfs).
+    # One state per block, numbered by the block's first state (so the start's
+    # block is 0; the caller renumbers the final byte automaton breadth-first,
+    # see renumber_bfs).
     _, representative = np.unique(block_of, return_index=True)
-    n_blocks = len(representative)
-    new_id = np.arange(n_blocks)
-    start = int(block_of[0])
-    new_id[[0, start]] = new_id[[start, 0]]
-    order = np.argsort(new_id)                  # new state -> block
+    order = np.argsort(representative)          # new state -> block
+    new_id = np.empty(len(order), dtype=np.int64)
+    new_id[order] = np.arange(len(order))
     small = table[representative[order]]
     small = np.where(small >= 0, new_id[block_of[np.maximum(small, 0)]], -1).astype(np.int32)
     new_trans = np.ascontiguousarray(small[:, class_of])
@@ -186,6 +221,15 @@ def minimize_and_trim(trans, accepting, follow, moore_min_states=_MOORE_MIN_STAT
 
 
 def renumber_bfs(trans, accepting, follow):
+    """:func:`renumber_bfs_python`'s result, computed in C (see the module docstring)."""
+    kernel = compiled()
+    if kernel is None or not trans.shape[0]:
+        return renumber_bfs_python(trans, accepting, follow)
+    out, old = kernel.bfs(trans)
+    return out, np.asarray(accepting, dtype=bool)[old], [follow[s] for s in old.tolist()]
+
+
+def renumber_bfs_python(trans, accepting, follow):
     """Number the states breadth-first from 0, bytes in increasing order (the
     canonical numbering of a minimal DFA; every state must be reachable).
 

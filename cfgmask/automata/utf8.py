@@ -9,14 +9,21 @@ overlong form, surrogate, value above U+10FFFF, stray continuation byte or
 truncated sequence is accepted; character states keep their numbers and the
 continuation states follow them; a minimal trimmed character DFA gives a
 minimal trimmed byte DFA (UTF-8 is a prefix code).
+
+Two implementations compute the same table: :func:`expand_utf8_python`, the
+reference, and the C kernel :func:`cfgmask._fast._automata.utf8`, which
+:func:`expand_utf8` uses unless ``CFGMASK_PURE_AUTOMATA=1``
+(:mod:`~cfgmask.automata.kernels`); they number the continuation states
+alike and refuse at the same state.
 """
 
 import numpy as np
 
 from cfgmask.automata import unicode_tables as ut
+from cfgmask.automata.kernels import compiled
 from cfgmask.automata.refusals import too_large
 
-__all__ = ["expand_utf8"]
+__all__ = ["expand_utf8", "expand_utf8_python"]
 
 _LEAD_MARKERS = {2: 0xC0, 3: 0xE0, 4: 0xF0}
 
@@ -54,6 +61,17 @@ def _split_by_top_digit(intervals, k):
 
 
 def expand_utf8(trans, bounds, max_states, name):
+    """:func:`expand_utf8_python`'s table, computed in C (see the module docstring)."""
+    kernel = compiled()
+    if kernel is None:
+        return expand_utf8_python(trans, bounds, max_states, name)
+    out = kernel.utf8(trans, bounds, ut.UTF8_LENGTH_BOUNDS[1:], max_states)
+    if out is None:
+        raise too_large(name, max_states, "DFA")
+    return out
+
+
+def expand_utf8_python(trans, bounds, max_states, name):
     """The byte DFA of a character DFA whose columns are the code point atoms
     ``[bounds[a], bounds[a + 1])``.
 

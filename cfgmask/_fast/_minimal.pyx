@@ -1,0 +1,443 @@
+# cython: language_level=3
+"""Compile-time kernels of the regex pipeline, in C: trimming, minimisation
+and breadth-first numbering of DFA tables (:mod:`cfgmask.automata.minimize`).
+
+The companion of :mod:`cfgmask._fast._automata` (see its docstring for the
+layer rule: imported only through :mod:`cfgmask.automata.kernels`, imports
+nothing from cfgmask).  References: ``minimize_python`` and
+``renumber_bfs_python``.
+
+Invariants:
+
+* :func:`minimal` computes the coarsest partition of the live states that
+  respects the labels (Hopcroft's algorithm; any refinement order gives the
+  same partition) and numbers its blocks by their first state, so the
+  start's block is 0 and the result equals the reference's array for array;
+* :func:`bfs` numbers states as the reference does (breadth first, columns
+  ascending);
+* inputs are never modified; C buffers are freed by ``__dealloc__`` or
+  ``finally``, so an exception leaks nothing.
+"""
+
+from libc.stdlib cimport malloc, free
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+
+import numpy as np
+
+
+cdef void* _alloc(int64_t n, size_t size) except NULL:
+    cdef void* p = malloc(<size_t>(n if n > 0 else 1) * size)
+    if p == NULL:
+        raise MemoryError("cfgmask: out of memory (regex automaton)")
+    return p
+
+# ------------------------------------------------------------------ minimisation
+
+cdef class _Minimal:
+    """The buffers of one :func:`minimal` call."""
+    cdef int32_t* class_of      # column -> class
+    cdef int32_t* rep           # class -> its first column
+    cdef uint64_t* col_hash
+    cdef int32_t* col_slot
+    cdef int32_t* table         # [n, classes], then the live states only
+    cdef int32_t* label
+    cdef int64_t* pptr          # predecessors by target: pptr, psrc, pcls
+    cdef int32_t* psrc
+    cdef int32_t* pcls
+    cdef int32_t* live_id
+    cdef int32_t* stack
+    # the partition: elems ordered by block, loc[s] in elems, blk[s];
+    # block b is elems[first[b]:end[b]], its marked states elems[first[b]:mid[b]]
+    cdef int32_t* elems
+    cdef int32_t* loc
+    cdef int32_t* blk
+    cdef int32_t* first
+    cdef int32_t* end
+    cdef int32_t* mid
+    cdef char* waiting
+    cdef int32_t* wait_stack
+    cdef int32_t* touched
+    cdef int32_t* gsrc
+    cdef int32_t* gcls
+    cdef int32_t* by_class
+    cdef int32_t* class_n
+    cdef int32_t* class_at
+    cdef int32_t* classes_hit
+    cdef int32_t* small
+
+    def __dealloc__(self):
+        free(self.class_of)
+        free(self.rep)
+        free(self.col_hash)
+        free(self.col_slot)
+        free(self.table)
+        free(self.label)
+        free(self.pptr)
+        free(self.psrc)
+        free(self.pcls)
+        free(self.live_id)
+        free(self.stack)
+        free(self.elems)
+        free(self.loc)
+        free(self.blk)
+        free(self.first)
+        free(self.end)
+        free(self.mid)
+        free(self.waiting)
+        free(self.wait_stack)
+        free(self.touched)
+        free(self.gsrc)
+        free(self.gcls)
+        free(self.by_class)
+        free(self.class_n)
+        free(self.class_at)
+        free(self.classes_hit)
+        free(self.small)
+
+
+cdef int64_t _column_classes(_Minimal b, const int32_t[:, ::1] trans) except -1:
+    """Group equal columns (classes numbered by their first column); returns their number."""
+    cdef int64_t n = trans.shape[0], k = trans.shape[1], s, c, slot, mask, r, nc = 0
+    cdef uint64_t h
+    b.class_of = <int32_t*>_alloc(k, sizeof(int32_t))
+    b.rep = <int32_t*>_alloc(k, sizeof(int32_t))
+    b.col_hash = <uint64_t*>_alloc(k, sizeof(uint64_t))
+    mask = 1
+    while mask < 2 * k:
+        mask *= 2
+    b.col_slot = <int32_t*>_alloc(mask, sizeof(int32_t))
+    mask -= 1
+    for c in range(k):
+        b.col_hash[c] = 14695981039346656037ULL
+    for s in range(n):
+        for c in range(k):
+            h = (b.col_hash[c] ^ <uint32_t>trans[s, c]) * 1099511628211ULL
+            b.col_hash[c] = h ^ (h >> 29)
+    for c in range(mask + 1):
+        b.col_slot[c] = -1
+    for c in range(k):
+        slot = <int64_t>(b.col_hash[c] & <uint64_t>mask)
+        while True:
+            r = b.col_slot[slot]
+            if r < 0:
+                b.col_slot[slot] = <int32_t>nc
+                b.rep[nc] = <int32_t>c
+                b.class_of[c] = <int32_t>nc
+                nc += 1
+                break
+            if b.col_hash[b.rep[r]] == b.col_hash[c]:
+                for s in range(n):
+                    if trans[s, b.rep[r]] != trans[s, c]:
+                        break
+                else:
+                    b.class_of[c] = <int32_t>r
+                    break
+            slot = (slot + 1) & mask
+    return nc
+
+
+cdef int _predecessors(_Minimal b, int64_t n, int64_t nc) except -1:
+    """Predecessor lists of ``b.table`` (``n`` states, ``nc`` columns) by target."""
+    cdef int64_t s, c, t, m = 0
+    free(b.pptr)
+    free(b.psrc)
+    free(b.pcls)
+    b.pptr = NULL
+    b.psrc = NULL
+    b.pcls = NULL
+    b.pptr = <int64_t*>_alloc(n + 1, sizeof(int64_t))
+    for s in range(n + 1):
+        b.pptr[s] = 0
+    for s in range(n * nc):
+        if b.table[s] >= 0:
+            b.pptr[b.table[s] + 1] += 1
+            m += 1
+    for s in range(n):
+        b.pptr[s + 1] += b.pptr[s]
+    b.psrc = <int32_t*>_alloc(m, sizeof(int32_t))
+    b.pcls = <int32_t*>_alloc(m, sizeof(int32_t))
+    for s in range(n):
+        for c in range(nc):
+            t = b.table[s * nc + c]
+            if t >= 0:
+                b.psrc[b.pptr[t]] = <int32_t>s
+                b.pcls[b.pptr[t]] = <int32_t>c
+                b.pptr[t] += 1
+    for s in range(n, 0, -1):
+        b.pptr[s] = b.pptr[s - 1]
+    b.pptr[0] = 0
+    return 0
+
+
+cdef int _split(_Minimal b, const int32_t* sources, int64_t n_sources, int32_t* n_blocks,
+                int64_t* n_wait) except -1:
+    """Split every block by whether its states are among ``sources[:n_sources]``
+    (each state at most once): the marked states move to a new block, and the
+    smaller half waits unless the old block already does (Hopcroft's rule)."""
+    cdef int64_t i, n_touched = 0, p
+    cdef int32_t s, q, bb, nb
+    for i in range(n_sources):
+        s = sources[i]
+        bb = b.blk[s]
+        if b.mid[bb] == b.first[bb]:
+            b.touched[n_touched] = bb
+            n_touched += 1
+        # swap s to the end of its block's marked part
+        p = b.mid[bb]
+        q = b.elems[p]
+        b.elems[b.loc[s]] = q
+        b.loc[q] = b.loc[s]
+        b.elems[p] = s
+        b.loc[s] = <int32_t>p
+        b.mid[bb] += 1
+    for i in range(n_touched):
+        bb = b.touched[i]
+        if b.mid[bb] == b.end[bb]:
+            b.mid[bb] = b.first[bb]
+            continue
+        nb = n_blocks[0]
+        n_blocks[0] += 1
+        b.first[nb] = b.first[bb]
+        b.end[nb] = b.mid[bb]
+        b.mid[nb] = b.first[nb]
+        b.first[bb] = b.mid[bb]
+        for p in range(b.first[nb], b.end[nb]):
+            b.blk[b.elems[p]] = nb
+        b.waiting[nb] = 0
+        if b.waiting[bb] or b.end[nb] - b.first[nb] <= b.end[bb] - b.first[bb]:
+            b.waiting[nb] = 1
+            b.wait_stack[n_wait[0]] = nb
+        else:
+            b.waiting[bb] = 1
+            b.wait_stack[n_wait[0]] = bb
+        n_wait[0] += 1
+    return 0
+
+
+cdef int32_t _hopcroft(_Minimal b, int64_t n, int64_t nc) except -1:
+    """Coarsest partition of ``b.table``'s ``n`` states respecting ``b.label``
+    (0..n); a missing move goes to an implicit dead block that never splits
+    anything, as in the reference.  Returns the number of blocks, ``b.blk``
+    holds each state's."""
+    cdef int64_t s, i, j, t, c, n_wait = 0, n_edges, n_hit, at
+    cdef int32_t n_blocks = 0, spl, lab
+    _predecessors(b, n, nc)
+    b.elems = <int32_t*>_alloc(n, sizeof(int32_t))
+    b.loc = <int32_t*>_alloc(n, sizeof(int32_t))
+    b.blk = <int32_t*>_alloc(n, sizeof(int32_t))
+    b.first = <int32_t*>_alloc(n, sizeof(int32_t))
+    b.end = <int32_t*>_alloc(n, sizeof(int32_t))
+    b.mid = <int32_t*>_alloc(n, sizeof(int32_t))
+    b.waiting = <char*>_alloc(n, 1)
+    b.wait_stack = <int32_t*>_alloc(n, sizeof(int32_t))
+    b.touched = <int32_t*>_alloc(n, sizeof(int32_t))
+    b.by_class = <int32_t*>_alloc(b.pptr[n], sizeof(int32_t))
+    b.gsrc = <int32_t*>_alloc(b.pptr[n], sizeof(int32_t))
+    b.gcls = <int32_t*>_alloc(b.pptr[n], sizeof(int32_t))
+    b.class_n = <int32_t*>_alloc(nc, sizeof(int32_t))
+    b.class_at = <int32_t*>_alloc(nc, sizeof(int32_t))
+    b.classes_hit = <int32_t*>_alloc(nc, sizeof(int32_t))
+    # initial blocks: one per label present, by counting sort over labels 0..n
+    cdef int32_t* per_label = <int32_t*>_alloc(n + 2, sizeof(int32_t))
+    try:
+        for i in range(n + 2):
+            per_label[i] = 0
+        for s in range(n):
+            per_label[b.label[s] + 1] += 1
+        for i in range(n + 1):
+            per_label[i + 1] += per_label[i]
+        for s in range(n):
+            lab = b.label[s]
+            b.elems[per_label[lab]] = <int32_t>s
+            b.loc[s] = per_label[lab]
+            per_label[lab] += 1
+    finally:
+        free(per_label)
+    for i in range(n):
+        s = b.elems[i]
+        if i == 0 or b.label[s] != b.label[b.elems[i - 1]]:
+            b.first[n_blocks] = <int32_t>i
+            b.mid[n_blocks] = <int32_t>i
+            if n_blocks:
+                b.end[n_blocks - 1] = <int32_t>i
+            b.waiting[n_blocks] = 1
+            b.wait_stack[n_wait] = n_blocks
+            n_wait += 1
+            n_blocks += 1
+        b.blk[s] = n_blocks - 1
+    if n_blocks:
+        b.end[n_blocks - 1] = <int32_t>n
+    for c in range(nc):
+        b.class_n[c] = 0
+    while n_wait:
+        n_wait -= 1
+        spl = b.wait_stack[n_wait]
+        b.waiting[spl] = 0
+        # the moves into the splitter as it is now, grouped by class
+        n_edges = 0
+        n_hit = 0
+        for i in range(b.first[spl], b.end[spl]):
+            t = b.elems[i]
+            for j in range(b.pptr[t], b.pptr[t + 1]):
+                c = b.pcls[j]
+                if b.class_n[c] == 0:
+                    b.classes_hit[n_hit] = <int32_t>c
+                    n_hit += 1
+                b.class_n[c] += 1
+                b.gsrc[n_edges] = b.psrc[j]
+                b.gcls[n_edges] = <int32_t>c
+                n_edges += 1
+        at = 0
+        for i in range(n_hit):
+            c = b.classes_hit[i]
+            b.class_at[c] = <int32_t>at
+            at += b.class_n[c]
+        for j in range(n_edges):
+            c = b.gcls[j]
+            b.by_class[b.class_at[c]] = b.gsrc[j]
+            b.class_at[c] += 1
+        # by_class now holds the sources class after class; split by each
+        at = 0
+        for i in range(n_hit):
+            c = b.classes_hit[i]
+            _split(b, b.by_class + at, b.class_n[c], &n_blocks, &n_wait)
+            at += b.class_n[c]
+            b.class_n[c] = 0
+    return n_blocks
+
+
+def minimal(trans, labels):
+    """Trimming and minimisation of :func:`cfgmask.automata.minimize.minimize_and_trim`
+    (its reference: ``minimize_python``).
+
+    ``trans`` int32 ``[n, k]`` (start 0, -1 dead, ``n >= 1``); ``labels``
+    int64 ``[n]`` in ``0..n``, 0 exactly for the non-accepting states.
+    Returns ``(trans int32 [m, k], labels int64 [m])``, blocks numbered by
+    their first live state, or ``None`` when the start cannot reach an
+    accepting state.
+    """
+    cdef const int32_t[:, ::1] tr = np.ascontiguousarray(trans, dtype=np.int32)
+    cdef const int64_t[::1] lab = np.ascontiguousarray(labels, dtype=np.int64)
+    cdef int64_t n = tr.shape[0], k = tr.shape[1], s, c, t, nl, top, j, m
+    if n < 1 or lab.shape[0] != n:
+        raise ValueError("minimal: one label per state, at least one state")
+    for s in range(n):
+        if not (0 <= lab[s] <= n):
+            raise ValueError("minimal: labels must lie in 0..n")
+    cdef _Minimal b = _Minimal()
+    cdef int64_t nc = _column_classes(b, tr)
+    b.table = <int32_t*>_alloc(n * nc, sizeof(int32_t))
+    for s in range(n):
+        for c in range(nc):
+            b.table[s * nc + c] = tr[s, b.rep[c]]
+    # trim: the states from which an accepting state can be reached
+    _predecessors(b, n, nc)
+    b.live_id = <int32_t*>_alloc(n, sizeof(int32_t))
+    b.stack = <int32_t*>_alloc(n, sizeof(int32_t))
+    top = 0
+    for s in range(n):
+        b.live_id[s] = -1
+        if lab[s]:
+            b.live_id[s] = 0
+            b.stack[top] = <int32_t>s
+            top += 1
+    while top:
+        top -= 1
+        t = b.stack[top]
+        for j in range(b.pptr[t], b.pptr[t + 1]):
+            s = b.psrc[j]
+            if b.live_id[s] < 0:
+                b.live_id[s] = 0
+                b.stack[top] = <int32_t>s
+                top += 1
+    if b.live_id[0] < 0:
+        return None
+    nl = 0
+    for s in range(n):
+        if b.live_id[s] >= 0:
+            b.live_id[s] = <int32_t>nl
+            nl += 1
+    # the live states' table (moves into dead states die) and labels, in place
+    b.label = <int32_t*>_alloc(nl, sizeof(int32_t))
+    for s in range(n):
+        if b.live_id[s] < 0:
+            continue
+        b.label[b.live_id[s]] = <int32_t>lab[s]
+        for c in range(nc):
+            t = b.table[s * nc + c]
+            b.table[b.live_id[s] * nc + c] = b.live_id[t] if t >= 0 else -1
+    cdef int32_t n_blocks = _hopcroft(b, nl, nc)
+    # blocks by their first state: the start's block is 0
+    cdef int32_t* new_id = b.stack       # n >= nl >= n_blocks entries, free again
+    cdef int32_t* first_of = b.touched
+    for s in range(n_blocks):
+        new_id[s] = -1
+    m = 0
+    for s in range(nl):
+        if new_id[b.blk[s]] < 0:
+            new_id[b.blk[s]] = <int32_t>m
+            first_of[m] = <int32_t>s
+            m += 1
+    out = np.empty((m, k), dtype=np.int32)
+    out_labels = np.empty(m, dtype=np.int64)
+    cdef int32_t[:, ::1] o = out
+    cdef int64_t[::1] ol = out_labels
+    b.small = <int32_t*>_alloc(nc, sizeof(int32_t))
+    for j in range(m):
+        s = first_of[j]
+        ol[j] = b.label[s]
+        for c in range(nc):
+            t = b.table[s * nc + c]
+            b.small[c] = new_id[b.blk[t]] if t >= 0 else -1
+        for c in range(k):
+            o[j, c] = b.small[b.class_of[c]]
+    return out, out_labels
+
+
+# ------------------------------------------------------------------ breadth-first numbering
+
+def bfs(trans):
+    """:func:`cfgmask.automata.minimize.renumber_bfs`'s numbering (its reference:
+    ``renumber_bfs_python``): states breadth-first from 0, each state's targets
+    in increasing column order.  Returns ``(trans int32, order int64)``, the
+    renumbered table and the old state of each new one; every state must be
+    reachable (``AssertionError`` otherwise, as in the reference)."""
+    cdef const int32_t[:, ::1] tr = np.ascontiguousarray(trans, dtype=np.int32)
+    cdef int64_t n = tr.shape[0], k = tr.shape[1], i = 0, top = 1, s, c
+    cdef int32_t t
+    order = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] old = order
+    cdef int32_t* new_id = <int32_t*>_alloc(n, sizeof(int32_t))
+    try:
+        for s in range(n):
+            new_id[s] = -1
+        if n:
+            new_id[0] = 0
+            old[0] = 0
+        while i < top:
+            s = old[i]
+            i += 1
+            for c in range(k):
+                t = tr[s, c]
+                if t >= 0 and new_id[t] < 0:
+                    new_id[t] = <int32_t>top
+                    old[top] = t
+                    top += 1
+        if top != n:
+            raise AssertionError("unreachable DFA state")
+        out = np.empty((n, k), dtype=np.int32)
+        _renumbered(tr, old, new_id, out)
+    finally:
+        free(new_id)
+    return out, order
+
+
+cdef int _renumbered(const int32_t[:, ::1] tr, const int64_t[::1] old, const int32_t* new_id,
+                     int32_t[:, ::1] out) except -1:
+    cdef int64_t n = tr.shape[0], k = tr.shape[1], i, c
+    cdef int32_t t
+    for i in range(n):
+        for c in range(k):
+            t = tr[old[i], c]
+            out[i, c] = new_id[t] if t >= 0 else -1
+    return 0

@@ -1,0 +1,39 @@
+"""The switch between the regex pipeline's compiled kernels and their Python references.
+
+The subset construction (:mod:`~cfgmask.automata.determinize`, without
+lookaheads), the UTF-8 spelling (:mod:`~cfgmask.automata.utf8`), and the
+trimming, minimisation and breadth-first numbering
+(:mod:`~cfgmask.automata.minimize`) run in C, in :mod:`cfgmask._fast._automata`
+and :mod:`cfgmask._fast._minimal`, because they were most of a cold compile
+(docs/architecture.md, "Compiled compile steps").  Their Python versions stay:
+they define the results, the tests compare the two
+(``tests/test_automata_compiled.py``), and ``CFGMASK_PURE_AUTOMATA=1`` in the
+environment, read at every call, makes the pipeline use them.
+
+Invariant: this module is the one place :mod:`cfgmask.automata` imports
+from ``_fast``, and the two kernel modules import nothing from cfgmask.
+Like the run-time extensions, they are required (``setup.py`` builds them);
+there is no silent fallback.  They are not in ``CODE_MODULES`` (the disk
+cache's code fingerprint): they compute what the references in the
+fingerprinted modules define, and hashing their shared objects (a few MB)
+would cost every cold process milliseconds.
+"""
+
+import os
+from types import SimpleNamespace
+
+from cfgmask._fast import _automata, _minimal
+
+__all__ = ["KERNELS", "PURE_ENV", "compiled"]
+
+PURE_ENV = "CFGMASK_PURE_AUTOMATA"
+
+#: the compiled kernels by name (each documents its Python reference)
+KERNELS = SimpleNamespace(subsets=_automata.subsets, utf8=_automata.utf8,
+                          minimal=_minimal.minimal, bfs=_minimal.bfs)
+
+
+def compiled():
+    """:data:`KERNELS`, or ``None`` when ``CFGMASK_PURE_AUTOMATA=1`` asks for
+    the Python references."""
+    return None if os.environ.get(PURE_ENV) == "1" else KERNELS

@@ -1,0 +1,350 @@
+"""The regex pipeline's compiled kernels against their Python references.
+
+``cfgmask/_fast/_automata.pyx`` (subset construction, UTF-8 spelling) and
+``cfgmask/_fast/_minimal.pyx`` (trimming, minimisation, breadth-first
+numbering) must compute exactly what ``determinize_python``,
+``expand_utf8_python``, ``minimize_python`` and ``renumber_bfs_python`` do:
+the same arrays with the same state numbering at every stage, the same
+refusals with the same messages, and the same ``progress.hook`` calls.  Each
+stage is fed the reference's output of the stage before, so a difference is
+caught where it starts.  The patterns: every terminal of the bundled grammars
+(json, sql and its dialects, javascript), Lark's own lark.lark, the test
+grammars, the regex suite's patterns and a few hundred random regexes.
+"""
+
+import glob
+import os
+import random
+import re
+
+import lark
+import numpy as np
+import pytest
+
+import cfgmask
+from cfgmask.automata import determinize as det
+from cfgmask.automata import kernels, minimize, pipeline, utf8
+from cfgmask.automata.nfa import NFA
+from cfgmask.automata.parse import sre_parse
+from cfgmask.errors import GrammarError
+from tests.test_regex import PATTERNS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _compiled_kernels(monkeypatch):
+    monkeypatch.delenv(kernels.PURE_ENV, raising=False)
+
+
+def _nfa(pattern, name, max_states):
+    parsed = sre_parse.parse(pattern, 0)
+    nfa = NFA(name, limit=8 * max_states)   # the pipeline's NFA allowance
+    start = nfa.new_state()
+    final = nfa.build(parsed, parsed.state.flags, start)
+    return nfa, start, final, nfa.atoms()
+
+
+def _same(a, b):
+    """Equal results of a stage: arrays of the same dtype and shape, lists equal."""
+    assert type(a) is type(b)
+    if isinstance(a, tuple):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+        assert a.flags.c_contiguous and b.flags.c_contiguous
+    else:
+        assert a == b
+
+
+def _outcome(fn, *args):
+    try:
+        return "ok", fn(*args)
+    except GrammarError as e:
+        return "error", (type(e), str(e), e.where, e.construct)
+
+
+def check_stages(pattern, name="T", max_states=pipeline.DEFAULT_MAX_STATES):
+    """Every stage both ways, on the reference's input; returns the number of states."""
+    try:
+        nfa, start, final, bounds = _nfa(pattern, name, max_states)
+    except (GrammarError, re.error, RecursionError):
+        return 0            # refused before any kernel runs
+    ref = _outcome(det.determinize_python, nfa, start, final, max_states, name, bounds)
+    got = _outcome(det.determinize, nfa, start, final, max_states, name, bounds)
+    assert ref[0] == got[0], pattern
+    if ref[0] == "error":
+        assert ref[1] == got[1]
+        return 0
+    _same(ref[1], got[1])
+    trans, accepting, follow = ref[1]
+    ref = minimize.minimize_python(trans, accepting, follow)
+    _same(ref, minimize.minimize_and_trim(trans, accepting, follow))
+    trans, accepting, follow = ref
+    ref = _outcome(utf8.expand_utf8_python, trans, bounds, max_states, name)
+    got = _outcome(utf8.expand_utf8, trans, bounds, max_states, name)
+    assert ref[0] == got[0], pattern
+    if ref[0] == "error":
+        assert ref[1] == got[1]
+        return 0
+    _same(ref[1], got[1])
+    extra = ref[1].shape[0] - trans.shape[0]
+    args = (ref[1], np.concatenate([accepting, np.zeros(extra, dtype=bool)]), list(follow) + [0] * extra)
+    ref = minimize.renumber_bfs_python(*args)
+    _same(ref, minimize.renumber_bfs(*args))
+    return ref[0].shape[0]
+
+
+def _pipeline(pattern, name, max_states, pure, monkeypatch):
+    if pure:
+        monkeypatch.setenv(kernels.PURE_ENV, "1")
+    else:
+        monkeypatch.delenv(kernels.PURE_ENV, raising=False)
+    kind, out = _outcome(pipeline.regex_to_dfa, pattern, name, max_states)
+    monkeypatch.delenv(kernels.PURE_ENV, raising=False)
+    if kind == "ok":
+        out = (out.trans.tobytes(), out.trans.shape, out.accepting.tobytes(), out.follow_forbidden,
+               out.follow_forbidden_at_eos)
+    return kind, out
+
+
+def check_pipeline(pattern, monkeypatch, name="T", max_states=pipeline.DEFAULT_MAX_STATES):
+    """``regex_to_dfa`` with ``CFGMASK_PURE_AUTOMATA=1`` and without: same automaton or error."""
+    assert (_pipeline(pattern, name, max_states, True, monkeypatch)
+            == _pipeline(pattern, name, max_states, False, monkeypatch)), pattern
+
+
+# ---------------------------------------------------------------- grammars
+
+def _terminals(grammar):
+    return [(n, p) for n, p in zip(grammar.terminal_names, grammar.terminal_patterns)]
+
+
+GRAMMARS = {
+    "json": lambda: cfgmask.Grammar.builtin("json"),
+    "sql": lambda: cfgmask.Grammar.builtin("sql"),
+    "sql-postgres": lambda: cfgmask.Grammar.builtin("sql", dialect="postgres"),
+    "sql-mysql": lambda: cfgmask.Grammar.builtin("sql", dialect="mysql"),
+    "javascript": lambda: cfgmask.Grammar.builtin("javascript"),
+    "lark.lark": lambda: cfgmask.Grammar.from_file(
+        os.path.join(os.path.dirname(lark.__file__), "grammars", "lark.lark")),
+}
+for _path in sorted(glob.glob(os.path.join(ROOT, "tests", "grammars", "*.lark"))):
+    GRAMMARS["tests/" + os.path.basename(_path)] = (lambda p: lambda: cfgmask.Grammar.from_file(p))(_path)
+
+
+@pytest.mark.parametrize("grammar", list(GRAMMARS))
+def test_every_terminal_of_the_grammars(grammar):
+    terminals = _terminals(GRAMMARS[grammar]())
+    assert terminals
+    for name, pattern in terminals:
+        check_stages(pattern, name)
+
+
+def test_the_big_identifier_terminals_end_to_end(monkeypatch):
+    """The terminals the kernels were written for, through ``regex_to_dfa``."""
+    sql = dict(_terminals(cfgmask.Grammar.builtin("sql")))
+    js = dict(_terminals(cfgmask.Grammar.builtin("javascript")))
+    for pattern in (sql["IDENT"], sql["FUNC_IDENT"], js["IDENT_U"], js["REGEX"]):
+        check_pipeline(pattern, monkeypatch)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_regex_suite_patterns(pattern, monkeypatch):
+    check_stages(pattern)
+    check_pipeline(pattern, monkeypatch)
+
+
+# ---------------------------------------------------------------- random regexes
+
+_LITERALS = "abcxyzAZ019_-. \"\\\néßſKİσ€\u0800\uffff😀\U00010400"
+_CLASSES = [r"[a-z]", r"[^a-z]", r"[0-9a-f]", r"[^\x00-\x7f]", r"[^é-ÿ]", r"[\u0100-\u017f]",
+            r"[^a\u0800-\uffff]", r"[^\"\\]", r"[é€😀]", r"[\U00010000-\U0001ffff]", r"\d", r"\w",
+            r"\s", r"\D", r"\W", r"\S", r".", r"[^\n]", r"[-+]", r"[^\W\d_]"]
+_LOOKAHEADS = [r"(?![a-z0-9_])", r"(?=\()", r"(?!x)", r"(?=[0-9])", r"(?![.e])", r"(?=[ab]|c)"]
+_REPEATS = ["*", "+", "?", "{2}", "{1,3}", "{0,2}", "*?", "{2,}", "??", "{3,4}"]
+_FLAGS = ["(?i:", "(?s:", "(?a:", "(?ai:", "(?-i:", "(?is:"]
+
+
+def _random_regex(rng, depth=0):
+    r = rng.random()
+    if depth >= 3 or r < 0.3:
+        if rng.random() < 0.5:
+            return re.escape(rng.choice(_LITERALS))
+        return rng.choice(_CLASSES)
+    if r < 0.5:
+        return "".join(_random_regex(rng, depth + 1) for _ in range(rng.randint(2, 3)))
+    if r < 0.65:
+        return "(?:" + "|".join(_random_regex(rng, depth + 1) for _ in range(rng.randint(2, 3))) + ")"
+    if r < 0.85:
+        return "(?:" + _random_regex(rng, depth + 1) + ")" + rng.choice(_REPEATS)
+    if r < 0.93:
+        return rng.choice(_FLAGS) + _random_regex(rng, depth + 1) + ")"
+    # a lookahead, in the middle or at the end
+    return _random_regex(rng, depth + 1) + rng.choice(_LOOKAHEADS) + (
+        _random_regex(rng, depth + 1) if rng.random() < 0.4 else "")
+
+
+RANDOM = [_random_regex(random.Random(seed)) for seed in range(300)]
+
+
+def test_random_regexes():
+    sizes = [check_stages(p, max_states=3000) for p in RANDOM]
+    assert sum(1 for s in sizes if s) > 200      # most compile; the rest are refusals
+
+
+def test_random_regexes_end_to_end(monkeypatch):
+    for pattern in RANDOM[:60]:
+        check_pipeline(pattern, monkeypatch, max_states=3000)
+
+
+# ---------------------------------------------------------------- refusals
+
+@pytest.mark.parametrize("pattern", [
+    r"(a|b){1,5000}", r"(\w\d){1,60}", r"\w{1,100}", r"(?:a|b)*a(?:a|b){12}",
+    r"[\u0100-\U0010ffff]{3}", r"(?:[^a]|ab)*c",
+])
+def test_too_large_at_every_limit(pattern, monkeypatch):
+    """Around each stage's limit the two refuse (or not) alike, with the same message."""
+    limits = sorted({2, 3, 5, 10, 30, 100, 300, 1000, 2000, 5000})
+    for max_states in limits:
+        check_stages(pattern, "BIG", max_states)
+        check_pipeline(pattern, monkeypatch, "BIG", max_states)
+
+
+def test_too_large_message():
+    nfa, start, final, bounds = _nfa(r"(?:a|b)*a(?:a|b){12}", "BIG", 1000)
+    with pytest.raises(GrammarError) as info:
+        det.determinize(nfa, start, final, 1000, "BIG", bounds)
+    assert str(info.value) == (
+        "terminal BIG: automaton too large (more than 1000 states in the DFA); bounded repeats "
+        "such as {m,n} are expanded copy by copy, so simplify the pattern or raise max_states")
+    assert info.value.where == "BIG" and info.value.construct == "automaton size"
+
+
+# ---------------------------------------------------------------- the progress hook
+
+@pytest.fixture
+def hook():
+    calls = []
+    old = getattr(det.progress, "hook", None)
+    yield calls
+    det.progress.hook = old
+
+
+def _count_hook_calls(fn, nfa, start, final, bounds, calls):
+    calls.clear()
+    det.progress.hook = lambda: calls.append(1)
+    fn(nfa, start, final, 20000, "T", bounds)
+    return len(calls)
+
+
+def test_hook_called_as_often_as_the_reference(hook):
+    sql = dict(_terminals(cfgmask.Grammar.builtin("sql")))
+    for pattern in (sql["IDENT"], r"[a-z]+", r"(?:a|b)*a(?:a|b){4}", r"\w{1,5}"):
+        args = _nfa(pattern, "T", 20000)
+        n_ref = _count_hook_calls(det.determinize_python, *args, hook)
+        assert n_ref > 1
+        assert _count_hook_calls(det.determinize, *args, hook) == n_ref
+
+
+class Deadline(Exception):
+    pass
+
+
+def test_raising_hook_abandons_the_compiled_construction(hook):
+    """The JSON Schema budget raises from the hook: the construction stops at once."""
+    sql = dict(_terminals(cfgmask.Grammar.builtin("sql")))
+    nfa, start, final, bounds = _nfa(sql["IDENT"], "T", 20000)
+    for stop_at in (1, 2, 50):
+        calls = []
+
+        def raising():
+            calls.append(1)
+            if len(calls) == stop_at:
+                raise Deadline(stop_at)
+
+        det.progress.hook = raising
+        with pytest.raises(Deadline):
+            det.determinize(nfa, start, final, 20000, "T", bounds)
+        assert len(calls) == stop_at
+    # and the next construction in the thread is whole
+    det.progress.hook = None
+    _same(det.determinize(nfa, start, final, 20000, "T", bounds),
+          det.determinize_python(nfa, start, final, 20000, "T", bounds))
+
+
+# ---------------------------------------------------------------- tables not from regexes
+
+def _random_table(rng, n, k, density):
+    trans = np.where(rng.random((n, k)) < density, rng.integers(0, n, (n, k)), -1).astype(np.int32)
+    if rng.random() < 0.5:            # repeated columns, as byte tables have
+        trans = trans[:, rng.integers(0, k, k)]
+    return np.ascontiguousarray(trans)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_minimize_random_tables(seed):
+    """Unreachable, dead and equivalent states, follow masks, Moore's and
+    Hopcroft's paths (more and fewer than 256 states), the empty language."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([1, 2, 5, 40, 300, 700]))
+    k = int(rng.choice([1, 3, 17, 256]))
+    trans = _random_table(rng, n, k, float(rng.choice([0.05, 0.3, 0.9])))
+    accepting = rng.random(n) < float(rng.choice([0.0, 0.1, 0.5]))
+    masks = [0, 1 << 256, (1 << 40) | 7, (1 << 257) - 1 - (1 << 65)]
+    follow = [int(rng.choice(masks[:int(rng.integers(1, 5))])) if a else 0 for a in accepting]
+    for moore_min_states in (0, 256, 10 ** 9):
+        ref = minimize.minimize_python(trans, accepting, follow, moore_min_states)
+        _same(ref, minimize.minimize_and_trim(trans, accepting, follow, moore_min_states))
+
+
+def test_minimize_leaves_its_input_alone():
+    rng = np.random.default_rng(7)
+    trans = _random_table(rng, 50, 20, 0.3)
+    accepting = rng.random(50) < 0.3
+    before = trans.copy(), accepting.copy()
+    minimize.minimize_and_trim(trans, accepting, [0] * 50)
+    assert np.array_equal(trans, before[0]) and np.array_equal(accepting, before[1])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_renumber_random_tables(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([1, 2, 9, 120, 900]))
+    k = int(rng.choice([1, 5, 256]))
+    trans = _random_table(rng, n, k, 0.1)
+    for s in range(1, n):              # a k-ary tree: every state reachable from 0
+        trans[(s - 1) // k, (s - 1) % k] = s
+    perm = np.concatenate([[0], 1 + rng.permutation(n - 1)])     # then shuffled, 0 kept
+    shuffled = np.empty_like(trans)
+    shuffled[perm] = np.where(trans >= 0, perm[np.maximum(trans, 0)], -1)
+    trans = shuffled
+    accepting = rng.random(n) < 0.3
+    follow = [int(x) for x in rng.integers(0, 5, n)]
+    _same(minimize.renumber_bfs_python(trans, accepting, follow),
+          minimize.renumber_bfs(trans, accepting, follow))
+
+
+# ---------------------------------------------------------------- the switch
+
+def test_the_switch_is_read_at_every_call(monkeypatch):
+    assert kernels.compiled() is kernels.KERNELS
+    monkeypatch.setenv(kernels.PURE_ENV, "1")
+    assert kernels.compiled() is None
+    calls = []
+    reference = det.determinize_python
+
+    def spy(*args):
+        calls.append(1)
+        return reference(*args)
+
+    monkeypatch.setattr(det, "determinize_python", spy)
+    nfa, start, final, bounds = _nfa("ab", "T", 100)
+    det.determinize(nfa, start, final, 100, "T", bounds)
+    assert calls == [1]
+    monkeypatch.delenv(kernels.PURE_ENV)
+    det.determinize(nfa, start, final, 100, "T", bounds)
+    assert calls == [1]
