@@ -3,7 +3,9 @@
 Compile-time code (grammar loading, regex -> DFA, tokenizer -> trie) is plain
 Python except ``_automata`` and ``_minimal`` (the subset construction, UTF-8
 spelling, minimisation and numbering of the regex pipeline, whose Python
-versions stay as the tests' reference); the rest is the per-token runtime.
+versions stay as the tests' reference) and ``_reparse`` (Python's regex parser
+for the common syntax; ``re._parser`` is its reference); the rest is the
+per-token runtime.
 Set CFGMASK_DEBUG=1 to build with bounds checks on, which the test suite can
 use to catch indexing bugs.
 """
@@ -40,7 +42,7 @@ def _extensions():
         "nonecheck": False,
         "embedsignature": True,
     }
-    mods = ["_lexer", "_earley", "_runtime", "_matcher", "_automata", "_minimal"]
+    mods = ["_lexer", "_earley", "_runtime", "_matcher", "_automata", "_minimal", "_reparse"]
     # no OpenMP: batch fills run on the runtime's own pool (_fast/_pool.h), which
     # sleeps instead of spinning; libgomp's spin policy is fixed by whoever loads it first
     exts = [
