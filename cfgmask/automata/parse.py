@@ -2,7 +2,9 @@
 
 Everything the automata take from a regex's *text* lives here, read with
 Python's own parser (``re._parser``, exported as :data:`sre_parse`), so that
-syntax, flags and classes mean exactly what they mean to ``re``:
+syntax, flags and classes mean exactly what they mean to ``re``; the trees come
+from :func:`cfgmask.automata.reparse.parse`, which answers with the same tree
+and errors as ``re._parser.parse``, from C for the common syntax:
 
 * the parser's opcodes (``LITERAL``, ``IN``, ``BRANCH``, ...) and flags;
 * :func:`char_ranges`: the code points one character node matches under the
@@ -22,12 +24,8 @@ parse trees are only read, never changed; :func:`escape_code_point` and
 from functools import lru_cache
 
 from cfgmask.automata import unicode_tables as ut
+from cfgmask.automata.reparse import parse as parse_regex, sre_parse
 from cfgmask.cache import BoundedMemo
-
-try:  # Python >= 3.11
-    from re import _parser as sre_parse
-except ImportError:  # pragma: no cover - older Pythons
-    import sre_parse
 
 _C = sre_parse  # opcodes and flags are re-exported by the parser module
 LITERAL, NOT_LITERAL, ANY, IN = _C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN
@@ -192,7 +190,7 @@ def parse_pattern(pattern: str):
     """
     parsed = PARSE_MEMO.get(pattern)
     if parsed is None:
-        parsed = sre_parse.parse(pattern, 0)
+        parsed = parse_regex(pattern, 0)
         PARSE_MEMO.put(pattern, parsed)
     return parsed
 
@@ -200,7 +198,7 @@ def parse_pattern(pattern: str):
 def parsed_pattern(pattern: str):
     """The tree :func:`parse_pattern` kept for ``pattern`` (taken out of the memo),
     else ``re._parser.parse(pattern, 0)``; raises what the parser raises."""
-    return PARSE_MEMO.pop(pattern, None) or sre_parse.parse(pattern, 0)
+    return PARSE_MEMO.pop(pattern, None) or parse_regex(pattern, 0)
 
 
 def repeat_classes(pattern):
@@ -209,7 +207,7 @@ def repeat_classes(pattern):
     empty when the pattern does not parse."""
     out = []
     try:
-        parsed = sre_parse.parse(pattern, 0)
+        parsed = parse_regex(pattern, 0)
     except Exception:
         return out
 

@@ -47,6 +47,7 @@ since Lark is the reference it is tested against, and warns.
 import re
 
 from cfgmask.automata import parse_pattern, unescaped_characters
+from cfgmask.automata.reparse import parse as parse_regex
 from cfgmask.errors import GrammarError
 
 # lark itself (~35 ms to import) is imported inside the functions that use it: a
@@ -133,7 +134,8 @@ def _memoise_lark_widths():
     82 distinct regexes (0.75 s of its ~1.8 s compile).  ``get_regexp_width``
     is a pure function of the text, so ``lark.lexer``'s reference to it is
     replaced by a memoised one returning the same values (errors are not
-    memoised); everything else Lark does is unchanged.
+    memoised; a new width is :func:`lark_regexp_width`'s); everything else
+    Lark does is unchanged.
     """
     import lark.lexer
     current = lark.lexer.get_regexp_width
@@ -143,7 +145,7 @@ def _memoise_lark_widths():
     def get_regexp_width(expr):
         got = _WIDTH_MEMO.get(expr)
         if got is None:
-            got = current(expr)   # a list, or a tuple where the `regex` module measured it
+            got = lark_regexp_width(expr, current)   # a list, or a tuple where `regex` measured it
             if len(_WIDTH_MEMO) >= _WIDTH_MEMO_SIZE:
                 try:
                     _WIDTH_MEMO.pop(next(iter(_WIDTH_MEMO)), None)
@@ -155,6 +157,25 @@ def _memoise_lark_widths():
     get_regexp_width._cfgmask_memo = True
     get_regexp_width.__wrapped__ = current
     lark.lexer.get_regexp_width = get_regexp_width
+
+
+def lark_regexp_width(expr, reference):
+    """What ``reference`` (``lark.utils.get_regexp_width``) returns for ``expr``,
+    with the regex parsed by :func:`cfgmask.automata.reparse.parse`.
+
+    Lark measures ``[int(x) for x in sre_parse.parse(expr).getwidth()]`` and
+    goes elsewhere only where that raises ``re.error`` or the text has a
+    ``\\p{..}``; those cases are handed to ``reference`` itself, so values and
+    exceptions are Lark's own (the tree, and so its width, is ``re``'s).
+    """
+    from lark.utils import categ_pattern
+    if categ_pattern.search(expr):
+        return reference(expr)
+    try:
+        tree = parse_regex(expr)
+    except re.error:
+        return reference(expr)
+    return [int(x) for x in tree.getwidth()]
 
 
 def load_with_lark_parser(loaded, start, source):
