@@ -96,6 +96,8 @@ def load(text, start, import_paths, source):
     from lark.load_grammar import load_grammar
 
     where = source or "grammar"
+    # before load_grammar: its first call builds Lark's lexer for .lark text (30 widths)
+    _memoise_lark_widths()
     try:
         loaded, used_files = load_grammar(text, source or "<string>", list(import_paths), False)
     except Exception as e:  # noqa: BLE001 - every failure becomes a GrammarError
@@ -106,7 +108,6 @@ def load(text, start, import_paths, source):
     except RecursionError as e:
         raise _nesting_error(where) from e
     starts = [start] if isinstance(start, str) else list(start)
-    _memoise_lark_widths()
     try:
         terminals, rules, ignore = loaded.compile(starts, set())
         refused = _earley_would_refuse(terminals, rules, starts)
