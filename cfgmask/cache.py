@@ -76,7 +76,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["FORMAT_VERSION", "cache_dir", "enabled", "load", "store", "entry_path",
+__all__ = ["FORMAT_VERSION", "cache_dir", "enabled", "load", "store", "flush", "entry_path",
            "key_digest", "code_fingerprint", "stats", "BoundedMemo", "cached_build"]
 
 FORMAT_VERSION = 1
@@ -183,11 +183,15 @@ def _aligned(n):
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
-def store(kind, key, meta, arrays, digest=None):
+def store(kind, key, meta, arrays, digest=None, *, background=False):
     """Write one entry; returns True on success (False: disabled or an OS error).
 
     ``meta`` is a JSON-able dict, ``arrays`` a dict of name -> numpy array
     (numeric dtypes; written C-contiguous); ``digest`` as for :func:`entry_path`.
+
+    ``background``: serialise now (a snapshot of the arrays), checksum and write
+    on this process's writer thread, and return True at once (see
+    :func:`flush`); a compile then does not wait for its own cache files.
     """
     path = entry_path(kind, key, digest)
     if path is None:
@@ -212,6 +216,14 @@ def store(kind, key, meta, arrays, digest=None):
                         sort_keys=True, separators=(",", ":")).encode()
     head_pad = _aligned(_PREFIX.size + len(header)) - _PREFIX.size - len(header)
     header += b" " * head_pad  # JSON tolerates trailing blanks
+    if background:
+        _submit(path, header, pos, chunks)
+        return True
+    return _write_entry(path, header, pos, chunks)
+
+
+def _write_entry(path, header, pos, chunks):
+    """Checksum and publish one serialised entry (see :func:`store`)."""
     crc = zlib.crc32(header)
     for c in chunks:
         crc = zlib.crc32(c, crc)
@@ -238,6 +250,102 @@ def store(kind, key, meta, arrays, digest=None):
                 pass
     _count("writes")
     return True
+
+
+# ---------------------------------------------------------------- background writes
+#
+# A cold compile writes its artefacts (lexer tables, slice tables: up to tens
+# of MB) for the next process; checksumming and writing them took about a
+# fifth of json.lark's time to first mask.  One writer thread per process
+# does it after the compile has returned.  Invariants: a load of an entry
+# whose write is pending waits for that write (so a process reads its own
+# entries back exactly as before); the interpreter's exit waits for pending
+# writes (at most _EXIT_WAIT_S); a forked child drops the parent's queue (its
+# thread did not survive the fork, and the parent writes those entries).
+
+_writes = []                      # [(path, header, payload length, chunks)] not yet written
+_pending = {}                     # normalised path -> number of queued writes of it
+_write_cv = threading.Condition()
+_writer = None                    # the writer thread of this process, once started
+_EXIT_WAIT_S = 30.0
+
+
+def _submit(path, header, pos, chunks):
+    global _writer
+    with _write_cv:
+        _writes.append((path, header, pos, chunks))
+        name = os.path.normpath(str(path))
+        _pending[name] = _pending.get(name, 0) + 1
+        if _writer is None:
+            _writer = threading.Thread(target=_write_loop, name="cfgmask-cache-writer", daemon=True)
+            _writer.start()
+        _write_cv.notify_all()
+
+
+def _write_loop():
+    while True:
+        with _write_cv:
+            while not _writes:
+                _write_cv.wait()
+            path, header, pos, chunks = _writes[0]
+        try:
+            _write_entry(path, header, pos, chunks)
+        except Exception:  # noqa: BLE001 - a cache write never raises into anyone
+            _count("write_errors")
+        with _write_cv:
+            if _writes and _writes[0][0] is path:
+                _writes.pop(0)
+            name = os.path.normpath(str(path))
+            left = _pending.get(name, 1) - 1
+            if left > 0:
+                _pending[name] = left
+            else:
+                _pending.pop(name, None)
+            _write_cv.notify_all()
+
+
+def flush(timeout=None):
+    """Wait until every background write of this process is on disk (or
+    ``timeout`` seconds); returns True when none is left."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with _write_cv:
+        while _writes:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            _write_cv.wait(left)
+    return True
+
+
+def _wait_written(path):
+    """Wait (bounded) for a pending background write of ``path``."""
+    if not _pending:
+        return
+    path = os.path.normpath(path)
+    deadline = time.monotonic() + _EXIT_WAIT_S
+    with _write_cv:
+        while path in _pending and time.monotonic() < deadline:
+            _write_cv.wait(0.1)
+
+
+def _after_fork_in_child():
+    global _writer, _write_cv
+    _writer = None
+    _writes.clear()
+    _pending.clear()
+    _write_cv = threading.Condition()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _flush_at_exit():
+    flush(_EXIT_WAIT_S)
+
+
+import atexit  # noqa: E402 - next to the writer it serves
+atexit.register(_flush_at_exit)
 
 
 def _entry_file(kind, key, digest):
@@ -269,6 +377,7 @@ def load(kind, key, digest=None, validate=None):
     path = _entry_file(kind, key, digest)
     if path is None:
         return None
+    _wait_written(path)
     if not os.path.lexists(path):   # (still checked by open: it may go in between)
         _count("misses")
         return None
@@ -482,7 +591,7 @@ def cached_build(kind, key, build, *, memo=None, memory_key=None, validate=None,
     t0 = time.perf_counter()
     meta, arrays = build()
     if key is not None and (persist is None or persist(time.perf_counter() - t0)):
-        store(kind, key, meta, arrays, digest)
+        store(kind, key, meta, arrays, digest, background=True)
     if memo is not None and memory_key is not None:
         memo.put(memory_key, (meta, arrays))
     return meta, arrays, "built"

@@ -5,7 +5,10 @@ must give identical arrays (and identical masks), and any damaged, stale or
 foreign file must be rebuilt, never trusted.
 """
 
+import os
 import random
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -18,6 +21,8 @@ from cfgmask.grammar import Grammar
 from cfgmask.engine.prepared import registered_parts, subtree_byte_sets
 from cfgmask.engine.trie import TokTrie
 from cfgmask.engine.vocab import Vocabulary
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture
@@ -44,6 +49,7 @@ def _small_vocab(seed=0, n=300):
 
 
 def _files(d, kind):
+    cache.flush()       # stages write their entries on the cache's writer thread
     return sorted((d / kind).glob("*.cfgm")) if (d / kind).exists() else []
 
 
@@ -159,6 +165,37 @@ def test_concurrent_writers_and_readers_never_see_a_partial_file(cdir):
     assert not errors
     assert cache.load("unit", key) is not None
     assert not list((cdir / "unit").glob(".tmp-*"))  # no temporary file left behind
+
+
+def test_background_store_is_read_back_flushed_and_written_at_exit(cdir, tmp_path):
+    """cached_build writes on the writer thread; a load of an entry whose write is
+    pending waits for it, flush() waits for all of them, and a process that exits
+    right after a compile still leaves its entries on disk."""
+    key = {"k": "background"}
+    payload = {"a": np.arange(200_000, dtype=np.int32)}
+    built = []
+
+    def build():
+        built.append(1)
+        return {"m": 1}, payload
+    meta, arrays, source = cache.cached_build("unit", key, build)
+    assert source == "built" and built == [1]
+    got = cache.load("unit", key)           # no flush: waits for the pending write
+    assert got is not None and got[0] == {"m": 1} and (got[1]["a"] == payload["a"]).all()
+    for i in range(5):
+        cache.store("unit", {"k": i}, {}, {"a": np.full(10, i, np.int32)}, background=True)
+    assert cache.flush(timeout=30)
+    assert len(_files(cdir, "unit")) == 6
+    # a child process: compile, exit at once; its entries are on disk afterwards
+    child = tmp_path / "child_cache"
+    code = ("import cfgmask\n"
+            "from cfgmask import cache\n"
+            "cache.PERSIST_ABOVE_S = 0.0\n"
+            "v = cfgmask.Vocabulary([b'a', b'b', None], eos_token_ids=[2])\n"
+            "cfgmask.compile(cfgmask.Grammar.from_lark('start: (\"a\" | \"b\")+'), v)\n")
+    env = dict(os.environ, CFGMASK_CACHE_DIR=str(child), PYTHONPATH=ROOT)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+    assert _files(child, "lexer") and not list(child.rglob(".tmp-*"))
 
 
 # --------------------------------------------------- prepared vocabulary

@@ -85,6 +85,8 @@ def write_entry(path, header, arrays, table_fn=None):
 
 
 def entries(cdir, kind):
+    if "cfgmask.cache" in sys.modules:    # this process compiled: its stages write on a thread
+        sys.modules["cfgmask.cache"].flush()
     d = os.path.join(cdir, kind)
     return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".cfgm")) if os.path.isdir(d) else []
 
@@ -176,6 +178,7 @@ def child_main(argv):
         except CfgmaskError as e:
             digest, error = None, f"{type(e).__name__}: {e}"
         rejected = cache.stats["rejected"] - before["rejected"]
+        cache.flush()       # the rebuilt entry is written on the cache's writer thread
         now = open(path, "rb").read() if os.path.lexists(path) and os.path.isfile(path) \
             and not os.path.islink(path) else None
         print(json.dumps({"step": step, "digest": digest, "error": error, "rejected": rejected,
