@@ -42,7 +42,7 @@ def _extensions():
         "nonecheck": False,
         "embedsignature": True,
     }
-    mods = ["_lexer", "_earley", "_runtime", "_matcher", "_automata", "_minimal", "_reparse"]
+    mods = ["_lexer", "_earley", "_runtime", "_matcher", "_automata", "_minimal", "_reparse", "_slicewalk"]
     # no OpenMP: batch fills run on the runtime's own pool (_fast/_pool.h), which
     # sleeps instead of spinning; libgomp's spin policy is fixed by whoever loads it first
     exts = [

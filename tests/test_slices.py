@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import cfgmask
+from cfgmask.engine import slice_walk as W
 from cfgmask.engine import slices as S
 from cfgmask.engine.lexer import LexerSpec
 from support import corpora
@@ -122,7 +123,7 @@ def test_forest_and_membership(grammar):
     flat, off, special = p.token_bytes_flat, p.token_offsets, p.token_special
     for i, sl in enumerate(tab.slices):
         # membership recomputed in plain Python on a sample of all tokens
-        member = S.token_membership(sl.dfa, flat, off, special, sl.lead)
+        member = W.token_membership(sl.dfa, flat, off, special, sl.lead)
         for t in rng.choice(len(tb), size=400, replace=False):
             b = tb[t]
             want = bool(b) and sl.dfa.run(b) >= 0 and (sl.lead is None or len(b) >= 2)
@@ -133,6 +134,44 @@ def test_forest_and_membership(grammar):
         lo, hi = int(tab.trie_lo[i]), int(tab.trie_hi[i])
         in_trie = forest_tokens[lo:hi]
         assert set(own.tolist()) == set(in_trie[in_trie >= 0].tolist())
+
+
+@pytest.mark.parametrize("grammar", GRAMMARS)
+@pytest.mark.parametrize("tokenizer", ["smollm2", "tekken"])
+def test_compiled_trie_walk_equals_the_references(grammar, tokenizer):
+    """_fast/_slicewalk.pyx's pre-order walk against the level-by-level numpy walk
+    and the token-by-token reference, for every candidate slice of the grammar
+    (and each as a cross slice); the filtered tries against a bottom-up climb."""
+    c = compiled(grammar, tokenizer)
+    p, trie = c.prepared, c.trie
+    flat, off, special = p.token_bytes_flat, p.token_offsets, p.token_special
+    candidates = S.derived(c.grammar, c.lexer_spec)
+    assert len(candidates) >= 3
+    rng = np.random.default_rng(1)
+    for sl in candidates:
+        for lead in (sl.lead, 0x20):
+            got = W.trie_membership(sl.dfa, trie, special, lead)
+            assert (got == W.trie_membership_levels(sl.dfa, trie, special, lead)).all(), sl.name
+            ref = W.token_membership(sl.dfa, flat, off, special, lead)
+            in_trie = trie.token_node > 0
+            assert (got == (ref & in_trie)).all(), sl.name
+    parent, by_depth, depth_start = trie.levels()
+    tokn = np.asarray(trie.node_token)
+    for keep in [rng.random(trie.vocab_size) < f for f in (0.0, 0.001, 0.3, 1.0)] + \
+            [W.trie_membership(sl.dfa, trie, special) for sl in candidates[:4]]:
+        has = np.zeros(trie.n_nodes, dtype=np.bool_)
+        has[tokn >= 0] = keep[tokn[tokn >= 0]]
+        for d in range(trie.max_depth, 0, -1):      # reference: a kept node keeps its parent
+            here = by_depth[depth_start[d]:depth_start[d + 1]]
+            has[parent[here[has[here]]]] = True
+        has[0] = True
+        node_byte, depth, node_token, send = W.filtered_trie(trie, keep)
+        assert (node_byte == np.asarray(trie.node_byte)[has]).all()
+        assert (depth == np.asarray(trie.node_depth)[has]).all()
+        kept_ids = node_token[node_token >= 0]
+        assert set(kept_ids.tolist()) == set(tokn[has & (tokn >= 0)][keep[tokn[has & (tokn >= 0)]]].tolist())
+        before = np.concatenate([[0], np.cumsum(has)])
+        assert (send == before[np.asarray(trie.node_subtree_end)[has]]).all()
 
 
 def test_slices_off_and_on_agree_on_a_tiny_vocabulary_with_forced_slices():

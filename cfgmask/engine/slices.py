@@ -48,6 +48,7 @@ from cfgmask import cache
 from cfgmask.automata import (CODE_MODULES, ByteDFA, class_regex, column_classes, compile_regex,
                               has_cycle, repeat_classes, unescaped_characters)
 from cfgmask.cache import BoundedMemo
+from cfgmask.engine.slice_walk import filtered_trie, trie_membership
 from cfgmask.engine.trie import check_forest
 from cfgmask.errors import GrammarError
 
@@ -337,66 +338,6 @@ def _first_byte_only(dfa, allowed):
     return ByteDFA(trans, dfa.accepting.copy(), pattern=dfa.pattern, name=dfa.name)
 
 
-# ---------------------------------------------------------------- membership
-
-def trie_membership(dfa, trie, special, lead=None):
-    """:func:`token_membership` computed on the trie, one level at a time: shared
-    prefixes are stepped once (the trie has 2-3x fewer nodes than the tokens
-    have bytes) and a dead node kills its whole subtree.  Only tokens in the
-    trie can be members (they are the only ones the runtime's walks see)."""
-    parent, by_depth, depth_start = trie.levels()
-    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
-    n_states = trans.shape[0]
-    # one extra dead row so that a dead parent stays dead without a branch
-    table = np.vstack([trans, np.full((1, trans.shape[1]), -1, np.int32)])
-    table[table < 0] = n_states
-    state = np.full(trie.n_nodes, n_states, dtype=np.int32)
-    state[0] = 0
-    byte = trie.node_byte
-    for d in range(1, trie.max_depth + 1):
-        here = by_depth[depth_start[d]:depth_start[d + 1]]
-        st = table[state[parent[here]], byte[here]]
-        state[here] = st
-        if not (st < n_states).any():
-            break      # every node of this depth is dead, so is everything deeper (still n_states)
-    node = trie.token_node
-    ok = node > 0
-    ok[ok] = state[node[ok]] < n_states
-    n = min(len(special), len(ok))
-    ok[:n] &= special[:n] == 0
-    if lead is not None:
-        ok[ok] = trie.node_depth[node[ok]] >= 2
-    return ok
-
-
-def token_membership(dfa, flat, offsets, special, lead=None):
-    """Boolean array over token ids: the token's bytes never die in ``dfa``
-    (cross slices also need at least one byte after the lead).  The reference
-    for :func:`trie_membership`, token by token over the flattened bytes; the
-    tests compare the two."""
-    n = len(offsets) - 1
-    lens = np.diff(offsets)
-    ok = (lens > 0) & (special == 0)
-    if lead is not None:
-        ok &= lens >= 2
-    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
-    state = np.zeros(n, dtype=np.int32)
-    idx = np.flatnonzero(ok)
-    pos = 0
-    while idx.size:
-        st = state[idx]
-        b = flat[offsets[idx] + pos]
-        nxt = trans[st, b]
-        alive = nxt >= 0
-        ok[idx[~alive]] = False
-        idx, nxt = idx[alive], nxt[alive]
-        state[idx] = nxt
-        pos += 1
-        more = lens[idx] > pos
-        idx = idx[more]
-    return ok
-
-
 # ---------------------------------------------------------------- tree and forest
 
 class SliceTables:
@@ -432,29 +373,6 @@ class SliceTables:
 
     def describe(self):
         return [(s.name, int(self.tokens[i].sum()), int(self.parent[i])) for i, s in enumerate(self.slices)]
-
-
-def _filtered_trie(trie, keep_token):
-    """The trie of the tokens with ``keep_token[id]`` (ids with equal bytes agree),
-    as arrays in the TokTrie layout, derived from the full trie without sorting."""
-    n = trie.n_nodes
-    tokn = np.asarray(trie.node_token)
-    depth = np.asarray(trie.node_depth)
-    has = np.zeros(n, dtype=np.bool_)
-    t_ok = tokn >= 0
-    has[t_ok] = keep_token[tokn[t_ok]]
-    parent, by_depth, depth_start = trie.levels()
-    for d in range(trie.max_depth, 0, -1):     # a kept node keeps its parent, bottom up
-        here = by_depth[depth_start[d]:depth_start[d + 1]]
-        has[parent[here[has[here]]]] = True
-    has[0] = True
-    first_kept_at = np.concatenate([np.cumsum(has) - has, [has.sum()]])  # kept nodes before i
-    keep_idx = np.flatnonzero(has)
-    node_token = np.where(t_ok[keep_idx] & keep_token[np.maximum(tokn[keep_idx], 0)],
-                          tokn[keep_idx], -1).astype(np.int32)
-    send = first_kept_at[np.asarray(trie.node_subtree_end)[keep_idx]].astype(np.int32)
-    return (np.asarray(trie.node_byte)[keep_idx].copy(), depth[keep_idx].astype(np.int32),
-            node_token, send)
 
 
 def _membership(s, trie, special, V, memo):
@@ -571,7 +489,7 @@ def layout(slices, own, trie, vocab_size):
 
     def add_trie(keep):
         nonlocal base
-        nb, nd, nt, ne = _filtered_trie(trie, keep)
+        nb, nd, nt, ne = filtered_trie(trie, keep)
         parts.append((nb, nd, nt, ne + base))
         start = base
         base += len(nb)

@@ -1,0 +1,64 @@
+# cython: language_level=3
+"""Compile-time trie walk of lexeme slices (:mod:`cfgmask.engine.slice_walk`), in C.
+
+Once the regex pipeline was compiled, the slices' token sets were most of a
+cold compile's slice derivation: json.lark on SmolLM2 walked the whole trie
+level by level (numpy, one pass per depth) for each of 9 candidate slices,
+about 1.5 ms each, although most slices die on the first byte of most
+subtrees.  :func:`live_nodes` walks the trie once in pre-order and skips a
+subtree as soon as the slice automaton dies at its root.
+
+The reference is :func:`cfgmask.engine.slice_walk.trie_membership_levels` (and
+``token_membership`` before it); ``CFGMASK_PURE_SLICES=1`` selects it and
+tests/test_slices.py compares the two.
+
+Invariants read (those of :class:`cfgmask.engine.trie.TokTrie`): the nodes are
+in pre-order, node 0 is the root at depth 0, node ``i``'s subtree is
+``[i, subtree_end[i])`` and a child is one level deeper than its parent.
+``trans`` is a byte automaton ``[states, 256]`` (start 0, -1 dead).  Inputs
+are never modified.  Imports nothing from cfgmask (the runtime layer).
+"""
+
+from libc.stdint cimport int32_t, int64_t, uint8_t
+
+import numpy as np
+
+
+def live_nodes(const int32_t[:, ::1] trans, const uint8_t[::1] node_byte,
+               const int32_t[::1] node_depth, const int32_t[::1] subtree_end, int max_depth):
+    """uint8 ``[n_nodes]``: 1 where the bytes from the root to the node never
+    die in ``trans`` (the root counts as live), 0 elsewhere."""
+    cdef int64_t n = node_byte.shape[0]
+    cdef int64_t n_states = trans.shape[0]
+    if trans.shape[1] != 256:
+        raise ValueError(f"live_nodes needs a [states, 256] byte automaton, got {trans.shape[1]} columns")
+    if node_depth.shape[0] != n or subtree_end.shape[0] != n:
+        raise ValueError("live_nodes: the trie's node arrays differ in length")
+    out = np.zeros(n, dtype=np.uint8)
+    if n == 0 or n_states == 0:
+        return out
+    cdef uint8_t[::1] live = out
+    path_arr = np.zeros(max_depth + 2, dtype=np.int32)   # the automaton's state along the path
+    cdef int32_t[::1] path = path_arr
+    cdef int64_t i = 1, nxt
+    cdef int32_t d, s
+    live[0] = 1
+    with nogil:
+        while i < n:
+            d = node_depth[i]
+            if d < 1 or d > max_depth:
+                break                       # not a trie: reported below
+            s = trans[path[d - 1], node_byte[i]]
+            if s < 0 or s >= n_states:
+                nxt = subtree_end[i]
+                if nxt <= i:
+                    break
+                i = nxt                     # dead here, so in the whole subtree
+                continue
+            path[d] = s
+            live[i] = 1
+            i += 1
+    if i < n:
+        raise ValueError(f"live_nodes: node {i} breaks the trie layout (depth {node_depth[i]}, "
+                         f"subtree end {subtree_end[i]})")
+    return out

@@ -1,0 +1,120 @@
+"""A slice's tokens on the vocabulary's trie, and the filtered tries the slice forest is made of.
+
+Part of lexeme slices (:mod:`cfgmask.engine.slices`, which chooses and lays
+them out): both functions read a :class:`~cfgmask.engine.trie.TokTrie`'s flat
+pre-order arrays and never modify them.
+
+* :func:`trie_membership`: the token ids whose bytes never die in a slice's
+  byte automaton, by one pre-order walk in C (``_fast/_slicewalk.pyx``) that
+  skips a subtree where the automaton dies; :func:`trie_membership_levels`
+  (numpy, one trie level at a time) and :func:`token_membership` (token by
+  token) are its references, and ``CFGMASK_PURE_SLICES=1`` selects the first.
+  Only tokens in the trie can be members: they are the only ones the
+  runtime's walks see.
+* :func:`filtered_trie`: the sub-trie holding a set of tokens, in the same
+  layout, derived from the full trie without sorting.
+"""
+
+import os
+
+import numpy as np
+
+from cfgmask._fast._slicewalk import live_nodes
+
+
+def trie_membership(dfa, trie, special, lead=None):
+    """:func:`token_membership` computed on the trie: shared prefixes are stepped
+    once (the trie has 2-3x fewer nodes than the tokens have bytes) and a dead
+    node's subtree is skipped.  Only tokens in the trie can be members (they are
+    the only ones the runtime's walks see).  The walk is ``_fast/_slicewalk.pyx``
+    (one pre-order pass); :func:`trie_membership_levels` is its reference
+    (``CFGMASK_PURE_SLICES=1``)."""
+    if os.environ.get("CFGMASK_PURE_SLICES") == "1":
+        return trie_membership_levels(dfa, trie, special, lead)
+    live = live_nodes(np.ascontiguousarray(dfa.trans, dtype=np.int32), trie.node_byte, trie.node_depth,
+                      trie.node_subtree_end, trie.max_depth).view(np.bool_)
+    return _members(live, trie, special, lead)
+
+
+def _members(live, trie, special, lead):
+    """Bool per token id: its trie node is live (``live[node]``), it is not special,
+    and (cross slices, ``lead``) it has a byte after the lead."""
+    node = trie.token_node
+    ok = node > 0
+    ok[ok] = live[node[ok]]
+    n = min(len(special), len(ok))
+    ok[:n] &= special[:n] == 0
+    if lead is not None:
+        ok[ok] = trie.node_depth[node[ok]] >= 2
+    return ok
+
+
+def trie_membership_levels(dfa, trie, special, lead=None):
+    """:func:`trie_membership` one trie level at a time with numpy (the reference
+    of the compiled walk)."""
+    parent, by_depth, depth_start = trie.levels()
+    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+    n_states = trans.shape[0]
+    # one extra dead row so that a dead parent stays dead without a branch
+    table = np.vstack([trans, np.full((1, trans.shape[1]), -1, np.int32)])
+    table[table < 0] = n_states
+    state = np.full(trie.n_nodes, n_states, dtype=np.int32)
+    state[0] = 0
+    byte = trie.node_byte
+    for d in range(1, trie.max_depth + 1):
+        here = by_depth[depth_start[d]:depth_start[d + 1]]
+        st = table[state[parent[here]], byte[here]]
+        state[here] = st
+        if not (st < n_states).any():
+            break      # every node of this depth is dead, so is everything deeper (still n_states)
+    return _members(state < n_states, trie, special, lead)
+
+
+def token_membership(dfa, flat, offsets, special, lead=None):
+    """Boolean array over token ids: the token's bytes never die in ``dfa``
+    (cross slices also need at least one byte after the lead).  The reference
+    for :func:`trie_membership`, token by token over the flattened bytes; the
+    tests compare the two."""
+    n = len(offsets) - 1
+    lens = np.diff(offsets)
+    ok = (lens > 0) & (special == 0)
+    if lead is not None:
+        ok &= lens >= 2
+    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+    state = np.zeros(n, dtype=np.int32)
+    idx = np.flatnonzero(ok)
+    pos = 0
+    while idx.size:
+        st = state[idx]
+        b = flat[offsets[idx] + pos]
+        nxt = trans[st, b]
+        alive = nxt >= 0
+        ok[idx[~alive]] = False
+        idx, nxt = idx[alive], nxt[alive]
+        state[idx] = nxt
+        pos += 1
+        more = lens[idx] > pos
+        idx = idx[more]
+    return ok
+
+
+def filtered_trie(trie, keep_token):
+    """The trie of the tokens with ``keep_token[id]`` (ids with equal bytes agree),
+    as arrays in the TokTrie layout, derived from the full trie without sorting."""
+    tokn = np.asarray(trie.node_token)
+    depth = np.asarray(trie.node_depth)
+    t_ok = tokn >= 0
+    own = np.zeros(trie.n_nodes, dtype=np.int64)
+    own[t_ok] = keep_token[tokn[t_ok]]
+    # pre-order: a node is kept when its subtree [i, subtree_end[i]) holds a kept
+    # token, one prefix sum for all nodes (a level-by-level climb was 2 ms a trie)
+    before = np.concatenate([[0], np.cumsum(own)])
+    has = before[np.asarray(trie.node_subtree_end)] > before[:-1]
+    has[0] = True
+    first_kept_at = np.concatenate([np.cumsum(has) - has, [has.sum()]])  # kept nodes before i
+    keep_idx = np.flatnonzero(has)
+    node_token = np.where(t_ok[keep_idx] & keep_token[np.maximum(tokn[keep_idx], 0)],
+                          tokn[keep_idx], -1).astype(np.int32)
+    send = first_kept_at[np.asarray(trie.node_subtree_end)[keep_idx]].astype(np.int32)
+    return (np.asarray(trie.node_byte)[keep_idx].copy(), depth[keep_idx].astype(np.int32),
+            node_token, send)
