@@ -201,6 +201,9 @@ def parsed_pattern(pattern: str):
     return PARSE_MEMO.pop(pattern, None) or parse_regex(pattern, 0)
 
 
+_NO_RANGES = object()
+
+
 def repeat_classes(pattern):
     """``(code point ranges, max_count)`` of every repeat of one character class in
     ``pattern`` (``max_count`` None when unbounded), from Python's own parser;
@@ -211,10 +214,23 @@ def repeat_classes(pattern):
     except Exception:
         return out
 
+    # generated patterns repeat one class thousands of times (sql.lark's
+    # identifiers: 313 repeats, 1 class): its ranges once per (flags, class)
+    class_ranges = {}
+
     def visit(sub, flags):
         for op, av in sub:
             if op in (MAX_REPEAT, MIN_REPEAT):
                 lo, hi, body = av
+                key = None
+                if len(body) == 1 and body[0][0] is IN:
+                    key = (flags, tuple(body[0][1]))
+                    ranges = class_ranges.get(key, _NO_RANGES)
+                    if ranges is _NO_RANGES:
+                        ranges = class_ranges[key] = one_char_ranges(body, flags)
+                    if ranges and hi != 1:
+                        out.append((tuple(ranges), None if hi == MAXREPEAT else int(hi)))
+                    continue     # a class has nothing inside to visit
                 ranges = one_char_ranges(body, flags)
                 if ranges is None and len(body) == 1 and body[0][0] is SUBPATTERN:
                     body = body[0][1][3]
