@@ -6,7 +6,9 @@ cold compile's slice derivation: json.lark on SmolLM2 walked the whole trie
 level by level (numpy, one pass per depth) for each of 9 candidate slices,
 about 1.5 ms each, although most slices die on the first byte of most
 subtrees.  :func:`live_nodes` walks the trie once in pre-order and skips a
-subtree as soon as the slice automaton dies at its root.
+subtree as soon as the slice automaton dies at its root; :func:`live_tokens`
+turns live nodes into token ids in one pass (numpy's masked indexing over
+the vocabulary took longer than the walk).
 
 The reference is :func:`cfgmask.engine.slice_walk.trie_membership_levels` (and
 ``token_membership`` before it); ``CFGMASK_PURE_SLICES=1`` selects it and
@@ -61,4 +63,25 @@ def live_nodes(const int32_t[:, ::1] trans, const uint8_t[::1] node_byte,
     if i < n:
         raise ValueError(f"live_nodes: node {i} breaks the trie layout (depth {node_depth[i]}, "
                          f"subtree end {subtree_end[i]})")
+    return out
+
+
+def live_tokens(const uint8_t[::1] live, const int32_t[::1] token_node, const uint8_t[::1] special,
+                const int32_t[::1] node_depth, int min_depth):
+    """bool ``[len(token_node)]``: the token's trie node is live, it is in the trie
+    (node > 0), not special (ids past ``special`` count as not special), and its
+    node is at least ``min_depth`` deep (cross slices: a byte after the lead)."""
+    cdef int64_t V = token_node.shape[0], n = live.shape[0], n_special = special.shape[0]
+    cdef int64_t t
+    cdef int32_t node
+    out = np.zeros(V, dtype=np.bool_)
+    cdef uint8_t[::1] ok = out.view(np.uint8)
+    with nogil:
+        for t in range(V):
+            node = token_node[t]
+            if node <= 0 or node >= n or not live[node] or node_depth[node] < min_depth:
+                continue
+            if t < n_special and special[t]:
+                continue
+            ok[t] = 1
     return out

@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from cfgmask._fast._slicewalk import live_nodes
+from cfgmask._fast._slicewalk import live_nodes, live_tokens
 
 
 def trie_membership(dfa, trie, special, lead=None):
@@ -32,8 +32,9 @@ def trie_membership(dfa, trie, special, lead=None):
     if os.environ.get("CFGMASK_PURE_SLICES") == "1":
         return trie_membership_levels(dfa, trie, special, lead)
     live = live_nodes(np.ascontiguousarray(dfa.trans, dtype=np.int32), trie.node_byte, trie.node_depth,
-                      trie.node_subtree_end, trie.max_depth).view(np.bool_)
-    return _members(live, trie, special, lead)
+                      trie.node_subtree_end, trie.max_depth)
+    return live_tokens(live, trie.token_node, np.ascontiguousarray(special, dtype=np.uint8),
+                       trie.node_depth, 1 if lead is None else 2)
 
 
 def _members(live, trie, special, lead):
