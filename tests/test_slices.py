@@ -166,6 +166,8 @@ def test_compiled_trie_walk_equals_the_references(grammar, tokenizer):
             has[parent[here[has[here]]]] = True
         has[0] = True
         node_byte, depth, node_token, send = W.filtered_trie(trie, keep)
+        for got, want in zip((node_byte, depth, node_token, send), W.filtered_trie_numpy(trie, keep)):
+            assert got.dtype == want.dtype and (got == want).all()
         assert (node_byte == np.asarray(trie.node_byte)[has]).all()
         assert (depth == np.asarray(trie.node_depth)[has]).all()
         kept_ids = node_token[node_token >= 0]

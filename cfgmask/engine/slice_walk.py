@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from cfgmask._fast._slicewalk import live_nodes, live_tokens
+from cfgmask._fast._slicewalk import filtered_trie as _filtered_trie_c, live_nodes, live_tokens
 
 
 def trie_membership(dfa, trie, special, lead=None):
@@ -102,6 +102,14 @@ def token_membership(dfa, flat, offsets, special, lead=None):
 def filtered_trie(trie, keep_token):
     """The trie of the tokens with ``keep_token[id]`` (ids with equal bytes agree),
     as arrays in the TokTrie layout, derived from the full trie without sorting."""
+    if os.environ.get("CFGMASK_PURE_SLICES") == "1":
+        return filtered_trie_numpy(trie, keep_token)
+    return _filtered_trie_c(trie.node_byte, trie.node_depth, trie.node_token, trie.node_subtree_end,
+                            np.ascontiguousarray(keep_token, dtype=np.uint8))
+
+
+def filtered_trie_numpy(trie, keep_token):
+    """:func:`filtered_trie` with numpy (the reference of ``_slicewalk.filtered_trie``)."""
     tokn = np.asarray(trie.node_token)
     depth = np.asarray(trie.node_depth)
     t_ok = tokn >= 0
