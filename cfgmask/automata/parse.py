@@ -195,10 +195,20 @@ def parse_pattern(pattern: str):
     return parsed
 
 
+# Trees of long patterns stay after the regex pipeline used them: the slices of
+# the same terminal read them again (repeat_classes), and parsing one of
+# sql.lark's 15 KB identifiers again cost ~10 ms.  Bounded: ~0.5 MB a tree.
+LONG_PATTERN = 2000
+LONG_TREES = BoundedMemo(16, order="fifo")   # pattern -> SubPattern
+
+
 def parsed_pattern(pattern: str):
     """The tree :func:`parse_pattern` kept for ``pattern`` (taken out of the memo),
     else ``re._parser.parse(pattern, 0)``; raises what the parser raises."""
-    return PARSE_MEMO.pop(pattern, None) or parse_regex(pattern, 0)
+    tree = PARSE_MEMO.pop(pattern, None) or LONG_TREES.get(pattern) or parse_regex(pattern, 0)
+    if len(pattern) >= LONG_PATTERN:
+        LONG_TREES.put(pattern, tree)
+    return tree
 
 
 _NO_RANGES = object()
@@ -210,7 +220,7 @@ def repeat_classes(pattern):
     empty when the pattern does not parse."""
     out = []
     try:
-        parsed = parse_regex(pattern, 0)
+        parsed = LONG_TREES.get(pattern) or parse_regex(pattern, 0)
     except Exception:
         return out
 
