@@ -64,11 +64,29 @@ class Slice:
 
     def __init__(self, name, dfa, lead=None, tail=None):
         self.name = name
-        self.dfa = dfa
+        # a cross slice's automaton (c then P_T) is made from its lead and tail on
+        # first use: most candidates are never chosen (javascript.lark: 156 cross
+        # candidates, 22 ms of copies), and its digest reads the tail alone
+        self._dfa = dfa
         self.lead = lead      # cross slices: the ignore byte c
         self.tail = tail      # cross slices: the DFA of P_T
         self._key = None      # never mutated after construction, so the digest is memoised
         self._reps = {}       # (which, lexer byte classes) -> representative bytes
+
+    @property
+    def dfa(self):
+        if self._dfa is None:
+            self._dfa = _prepend(self.lead, self.tail)    # threads racing here make equal tables
+        return self._dfa
+
+    def first_bytes(self):
+        """bool[256]: the bytes a token of the slice can start with (a cross slice:
+        its lead alone, without making its automaton)."""
+        if self.lead is not None:
+            out = np.zeros(256, dtype=np.bool_)
+            out[self.lead] = True
+            return out
+        return np.asarray(self.dfa.trans[0]) >= 0
 
     def byte_reps(self, class_of, tail=False):
         """The bytes that are distinct for the containment product of this slice's
@@ -91,7 +109,7 @@ class Slice:
 
     def renamed(self, name):
         """The same slice under another name (its digest and memos shared)."""
-        s = Slice(name, self.dfa, self.lead, self.tail)
+        s = Slice(name, self._dfa, self.lead, self.tail)
         # the digest is taken here, on the memoised original, so that every later
         # copy shares it (a copy's own digest was lost with the copy: each new
         # grammar hashed its memoised terminals' automata again)
@@ -119,10 +137,11 @@ class Slice:
         return self._key
 
     def _digest(self):
+        # a cross slice's automaton is a function of its lead and tail: the tail's
+        # table and the lead name it (equal digests exactly when the automata are equal)
         h = hashlib.sha256()
-        for d in (self.dfa, self.tail):
-            if d is not None:
-                h.update(np.ascontiguousarray(d.trans, dtype=np.int32).tobytes())
+        d = self.tail if self.lead is not None else self.dfa
+        h.update(np.ascontiguousarray(d.trans, dtype=np.int32).tobytes())
         h.update(bytes([0 if self.lead is None else 1, self.lead or 0]))
         return h.hexdigest()
 
@@ -193,8 +212,7 @@ def derive(grammar, lexer_spec):
         for t, p in prefix.items():
             if not grammar.terminal_is_ignore[t]:
                 tail = _first_byte_only(p.dfa, leads[b])
-                add(Slice(f"{chr(b)!r}+P[{grammar.terminal_names[t]}]", _prepend(b, tail),
-                          lead=b, tail=tail))
+                add(Slice(f"{chr(b)!r}+P[{grammar.terminal_names[t]}]", None, lead=b, tail=tail))
     return out
 
 
@@ -416,7 +434,7 @@ def _threshold(n_tok, min_tokens=MIN_SLICE_TOKENS, min_fraction=MIN_SLICE_FRACTI
 
 def _first_bytes(s):
     """The bytes that can start a token of candidate ``s``, as 32 packed bytes."""
-    return np.packbits(np.asarray(s.dfa.trans[0]) >= 0, bitorder="little").tobytes()
+    return np.packbits(s.first_bytes(), bitorder="little").tobytes()
 
 
 def choose(candidates, trie, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS,
@@ -443,7 +461,7 @@ def choose(candidates, trie, special, vocab_size, *, min_tokens=MIN_SLICE_TOKENS
     # token sets stay packed (8 tokens a byte) until the few kept ones are returned
     scored = []
     for i, s in enumerate(candidates):
-        if int(first_count[s.dfa.trans[0] >= 0].sum()) < threshold:
+        if int(first_count[s.first_bytes()].sum()) < threshold:
             continue
         m = _packed_membership(s, trie, special, V, memberships)
         c = _count_bits(m)
@@ -550,7 +568,7 @@ def _bound(suffix):
 
 # ---------------------------------------------------------------- derivation cache
 
-DERIVE_FORMAT = 3     # 3: each candidate's first bytes next to its digest
+DERIVE_FORMAT = 4     # 3: each candidate's first bytes next to its digest; 4: cross slices named by lead and tail
 _DERIVED = BoundedMemo(32, order="fifo")            # digest -> candidate slices
 # digest -> (the candidates' digests, their first bytes): the disk entry
 _CANDIDATE_KEYS = BoundedMemo(256, order="fifo")
