@@ -832,3 +832,19 @@ def test_byte_dfa_defaults():
     dfa = ByteDFA(np.full((1, 256), -1), [True], follow_forbidden=[b"ba"], follow_forbidden_at_eos=[1])
     assert dfa.follow_forbidden == [b"ab"] and dfa.follow_forbidden_at_eos == [True]
     assert not dfa.matches(b"") and dfa.matches_followed_by(b"", ord("c"))
+
+
+def test_precomputed_unicode_scans_equal_a_fresh_scan():
+    """Every answer tools/unicode_scans.py wrote equals what ``re`` says now, and
+    scan_ranges uses them only for the Unicode database they were made for."""
+    import unicodedata
+    from cfgmask.automata import unicode_scans, unicode_tables as ut
+    if unicode_scans.UNIDATA_VERSION != unicodedata.unidata_version:
+        assert ut._precomputed("\\s", 0) is None
+        pytest.skip(f"unicode_scans.py was made for Unicode {unicode_scans.UNIDATA_VERSION}, "
+                    f"this Python has {unicodedata.unidata_version}: rerun python -m tools.unicode_scans")
+    assert len(unicode_scans.SCANS) == 268
+    for (rx, flags) in unicode_scans.SCANS:
+        got = ut._precomputed(rx, flags)
+        assert got == ut.scan_ranges_by_re(rx, flags), (rx, flags)
+        assert got == ut.scan_ranges(rx, flags)

@@ -11,11 +11,18 @@ are not re-derived here from rules: :func:`scan_ranges` asks the ``re``
 engine itself which of the 1,112,064 scalar values a one-character pattern
 matches, by one ``finditer`` over a string holding all of them in code point
 order.  Whatever quirks Python's case folding has, the automaton inherits them
-exactly.  One scan costs 1-30 ms and is cached.
+exactly.  One scan costs 1-30 ms (the first in a process 15 ms more, to build
+that string) and is cached; the category escapes and case-insensitive ASCII
+literals, which most grammars need, are answered ahead of time
+(``unicode_scans``, made by ``tools/unicode_scans.py`` for one Unicode
+database and used only under it).
 """
 
+import base64
 from functools import lru_cache
 import re
+import unicodedata
+import zlib
 
 import numpy as np
 
@@ -94,9 +101,34 @@ def scan_ranges(one_char_regex: str, flags: int = 0) -> tuple:
     """Exactly the scalar values ``c`` with ``re.fullmatch(one_char_regex, c, flags)``.
 
     ``one_char_regex`` must match single characters only (a literal, a class,
-    an escape such as ``\\w``).  Runs of consecutive matching characters come
-    back as one match, so the result is already a range list.
+    an escape such as ``\\w``).  The category escapes and case-insensitive
+    ASCII literals come from ``unicode_scans`` (computed ahead by
+    ``tools/unicode_scans.py``) when it was made for this Python's Unicode
+    database, else from :func:`scan_ranges_by_re`.
     """
+    got = _precomputed(one_char_regex, flags)
+    return got if got is not None else scan_ranges_by_re(one_char_regex, flags)
+
+
+_SCANS = None     # the precomputed answers, or {} when made for another Unicode version
+
+
+def _precomputed(one_char_regex, flags):
+    global _SCANS
+    if _SCANS is None:
+        from cfgmask.automata import unicode_scans
+        _SCANS = unicode_scans.SCANS if unicode_scans.UNIDATA_VERSION == unicodedata.unidata_version else {}
+    data = _SCANS.get((one_char_regex, flags))
+    if data is None:
+        return None
+    flat = np.frombuffer(zlib.decompress(base64.b64decode(data)), dtype="<u4").tolist()
+    return tuple(zip(flat[0::2], flat[1::2]))
+
+
+def scan_ranges_by_re(one_char_regex: str, flags: int = 0) -> tuple:
+    """:func:`scan_ranges` by asking ``re`` (the reference of the precomputed answers):
+    one ``finditer`` over every scalar value; runs of consecutive matching
+    characters come back as one match, so the result is already a range list."""
     compiled = re.compile(f"(?:{one_char_regex})+", flags)
     ranges = []
     for match in compiled.finditer(all_scalar_values()):
