@@ -10,8 +10,9 @@ they define the results, the tests compare the two
 (``tests/test_automata_compiled.py``), and ``CFGMASK_PURE_AUTOMATA=1`` in the
 environment, read at every call, makes the pipeline use them.
 
-Invariant: this module is the one place :mod:`cfgmask.automata` imports
-from ``_fast``, and the two kernel modules import nothing from cfgmask.
+Invariant: this module (and :mod:`~cfgmask.automata.reparse`, for the regex
+parser) is where :mod:`cfgmask.automata` imports from ``_fast``, and the
+kernel modules import nothing from cfgmask.
 Like the run-time extensions, they are required (``setup.py`` builds them);
 there is no silent fallback.  They are not in ``CODE_MODULES`` (the disk
 cache's code fingerprint): they compute what the references in the
