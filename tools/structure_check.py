@@ -47,7 +47,7 @@ _BRIEF = re.compile(r"\b" + "DES" + r"IGN(?:\.md\b|\s*§)")
 # (module prefix, layer), the longest matching prefix wins; "cfgmask" alone is
 # the package's __init__, which imports the base eagerly and the rest lazily
 LAYERS = [
-    ("cfgmask.errors", "base"), ("cfgmask.cache", "base"),
+    ("cfgmask.errors", "base"), ("cfgmask.cache", "base"), ("cfgmask.gc_pause", "base"),
     ("cfgmask.automata", "automata"),
     ("cfgmask.grammar", "ir"),
     ("cfgmask.frontends", "frontends"),

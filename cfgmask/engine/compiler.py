@@ -29,6 +29,7 @@ from cfgmask._fast._earley import CGrammar, Rows
 from cfgmask._fast._lexer import LazyDFA
 from cfgmask._fast._matcher import MatcherCore, fill_rows as _fill_rows
 from cfgmask._fast._runtime import Runtime
+from cfgmask import gc_pause
 from cfgmask.errors import BudgetExceeded, ConfigurationError, DeadEnd, TokenRejected
 from cfgmask.grammar import Grammar
 from cfgmask.engine import slices as _slices
@@ -215,6 +216,11 @@ class CompiledGrammar:
     (always correct) and the error is kept in ``slice_error``."""
 
     def __init__(self, grammar, vocab, limits, progress=None, use_slices=True):
+        # automata, tables and slices: many objects alive to the end, no cyclic garbage
+        with gc_pause.paused():
+            self._build(grammar, vocab, limits, progress, use_slices)
+
+    def _build(self, grammar, vocab, limits, progress, use_slices):
         t0 = time.perf_counter()
         self.grammar = grammar
         self.vocab = vocab

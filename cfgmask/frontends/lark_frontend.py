@@ -21,6 +21,7 @@ import re
 import warnings
 from pathlib import Path
 
+from cfgmask import gc_pause
 from cfgmask.errors import GrammarError, GrammarWarning
 from cfgmask.frontends import grammar_cache
 from cfgmask.frontends.cfg import START_SYMBOL_NAME
@@ -85,17 +86,18 @@ def load(cls, text, start="start", *, import_paths=(), word_boundary=None, sourc
     # miss only: lark_loader imports cfgmask.automata (~15 ms), which a process
     # that loads cached grammars without compiling them never needs
     from cfgmask.frontends import lark_loader
-    parser, used_files = lark_loader.load(text, start, [p if callable(p) else str(p) for p in import_paths],
-                                          source)
-    if word_boundary is None:
-        m = _WORD_BOUNDARY_PRAGMA.search(text)
-        word_boundary = m.group(1) if m else ""
-    wb = word_boundary_bytes(word_boundary) if word_boundary else b""
-    fields = normalise(parser, start, wb, source)
-    lark_terminals = {t.name for t in parser.terminals}
-    _apply_not_before(fields, text, lark_terminals)
-    at_start = _at_start(fields, text, lark_terminals)
-    g = cls(**fields, terminal_at_start=at_start, load_warnings=_load_warnings(parser, source))
+    with gc_pause.paused():      # Lark's parse trees: many objects, no cyclic garbage
+        parser, used_files = lark_loader.load(text, start, [p if callable(p) else str(p) for p in import_paths],
+                                              source)
+        if word_boundary is None:
+            m = _WORD_BOUNDARY_PRAGMA.search(text)
+            word_boundary = m.group(1) if m else ""
+        wb = word_boundary_bytes(word_boundary) if word_boundary else b""
+        fields = normalise(parser, start, wb, source)
+        lark_terminals = {t.name for t in parser.terminals}
+        _apply_not_before(fields, text, lark_terminals)
+        at_start = _at_start(fields, text, lark_terminals)
+        g = cls(**fields, terminal_at_start=at_start, load_warnings=_load_warnings(parser, source))
     grammar_cache.store(key, g, used_files)
     _warn(g)
     return g
