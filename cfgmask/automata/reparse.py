@@ -2,8 +2,8 @@
 
 Every terminal regex is parsed at load time (the grammar loader's checks,
 Lark's width measurement, the NFA builder), and Python's parser, pure Python,
-was a measurable part of a cold start: ~65 ms of sql.lark's load went to 7
-generated identifier regexes of 14-17k characters (docs/compile.md,
+was a measurable part of a cold start: ~50 ms of sql.lark's load, nearly all
+of it its 7 generated identifier regexes of 14-17k characters (docs/compile.md,
 "Regex parsing").  :func:`parse` answers with the tree of
 :mod:`cfgmask._fast._reparse` where that parser covers the pattern, and
 otherwise runs ``re._parser.parse`` itself.
