@@ -22,7 +22,9 @@ from cfgmask.frontends.json_schema.emit import string_dfa
 from cfgmask.frontends.json_schema.drafts import ANNOTATIONS
 from cfgmask.frontends.json_schema.errors import Unsupported
 from cfgmask.frontends.json_schema.loader import child, display
-from cfgmask.frontends.json_schema.nodes import DEPENDENCY_KW, OBJECT_KW, UNDISPATCHED, atom
+from cfgmask.frontends.json_schema.negation import MAX_ONEOF_CASES
+from cfgmask.frontends.json_schema.nodes import (DEPENDENCY_KW, OBJECT_KW, SPLIT_KW, UNDISPATCHED, atom,
+                                                 split_atom)
 from cfgmask.frontends.json_schema.numbers import to_decimal
 from cfgmask.frontends.json_schema.validate import json_equal, json_key, json_type, matches_pattern
 
@@ -43,6 +45,8 @@ class CaseSplits:
             alts = self._dispatch(atoms)
             if alts is not None:
                 return alts
+        if k == "anyOf" and self._negation_implied(p, rest):
+            return list(self.node(frozenset(base)).alts)
         if k in ("dependentRequired", "dependentSchemas", "dependencies"):
             cases = self._dependency_cases(s, p, k, rest, skip)
         elif k == "if" and self._requires_if_present(s, p) is not None:
@@ -57,20 +61,211 @@ class CaseSplits:
         if cases is None:  # loosened: drop the keyword
             return list(self.node(frozenset(base)).alts)
         nodes = [self.node(frozenset(base + list(c))) for c in cases]
-        if k == "oneOf" and not self._disjoint_nodes(nodes):
-            # exactly one case: case i and the negation of every other case
-            negs = [self.negation(child(p, "oneOf", i), quiet=True) for i in range(len(cases))]
-            if any(n is None for n in negs) or len(cases) > 6:
-                self.fail("oneOf", p, "the cases may overlap and their negations cannot all be "
-                          "expressed, so exactly-one cannot be compiled")
-            else:
-                nodes = [self.node(frozenset(base + list(c) + [negs[j] for j in range(len(cases))
-                                                               if j != i]))
-                         for i, c in enumerate(cases)]
+        if k == "oneOf":
+            return self._one_of(base, p, nodes)
         alts = []
         for n in nodes:
             alts.extend(n.alts)
         return alts
+
+    # ---- oneOf
+    def _one_of(self, base, p, nodes):
+        """The alternatives of ``oneOf`` at ``p`` within the conjunction ``base``
+        (``nodes``: base and each case).
+
+        Provably disjoint cases: their union.  Otherwise, when the cases test one
+        property against values (a tagged union whose tag may be absent), one
+        split per tag value first (:meth:`_one_of_dispatch`); then *case i and
+        not any case that may overlap it* (:meth:`_exactly_one`).
+        """
+        n = len(nodes)
+        overlaps = self._overlaps(nodes)
+        if not any(overlaps):
+            return [a for node in nodes for a in node.alts]
+        alts = self._one_of_dispatch(base, p, n)
+        if alts is not None:
+            return alts
+        return self._exactly_one(base, p, list(range(n)), nodes, overlaps)
+
+    def _overlaps(self, nodes):
+        """Per node, the indices of the other nodes not provably disjoint from it."""
+        out = [set() for _ in nodes]
+        for i in range(len(nodes)):
+            for j in range(i):
+                if not self._disjoint_nodes([nodes[i], nodes[j]]):
+                    out[i].add(j)
+                    out[j].add(i)
+        return out
+
+    def _exactly_one(self, prefix, p, idx, nodes, overlaps, sure=None):
+        """Exactly one of the ``oneOf`` cases ``idx`` at ``p`` within the conjunction
+        ``prefix`` (``nodes``/``overlaps``: per position of ``idx``): case i and the
+        negation of each case that may overlap it.  ``sure``: a case known to hold
+        in ``prefix``; then none of ``idx`` may hold.
+
+        Refused (``strict``), or read as anyOf, when a needed negation cannot be
+        written or a case overlaps more than ``MAX_ONEOF_CASES - 1`` others.
+        """
+        def case(i):
+            return child(p, "oneOf", i)
+        if sure is not None:
+            need = {idx[j] for j in range(len(idx))}
+            groups = [(sure, need)]
+        else:
+            groups = [(idx[j], {idx[x] for x in overlaps[j]}) for j in range(len(idx))]
+        why = self._overlap_refusal(p, groups)
+        if why is not None:
+            self.fail("oneOf", p, why)
+            return [a for node in nodes for a in node.alts]  # loosened: anyOf
+        negs = {}
+        for _, others in groups:
+            for j in others:
+                if j not in negs:
+                    negs[j] = self.negation(case(j), quiet=True)
+        self.budget.where = ("oneOf", display(child(p, "oneOf")))
+        self.budget.charge(sum(len(o) for _, o in groups), "oneOf", display(child(p, "oneOf")))
+        alts = []
+        for i, others in groups:
+            if sure is None and not others:
+                alts.extend(nodes[idx.index(i)].alts)
+                continue
+            conj = list(prefix) + [case(i)] + [negs[j] for j in sorted(others)]
+            alts.extend(self.node(frozenset(conj)).alts)
+        return alts
+
+    def _negation_implied(self, p, rest):
+        """Whether the schema at ``p`` is a written negation ``not X`` that the conjunction
+        ``rest`` implies: some schema of it is provably disjoint from X (a oneOf's case
+        next to the negation of another case it cannot overlap)."""
+        desc = self.doc.synthetic_desc.get(p, "") if p.startswith("!") and "/" not in p else ""
+        if not (desc.startswith("not(") and desc.endswith(")")):
+            return False
+        x = desc[4:-1]
+        if x.startswith("!") or not self._splitless(x):
+            return False
+        for y in rest:
+            q, _ = split_atom(y)
+            if q.startswith("!") or q == x or not self._splitless(q):
+                continue
+            key = (x, q)
+            hit = self._disjoint_memo.get(key)
+            if hit is None:
+                nx = self.node(frozenset([x]), soft=True)
+                ny = self.node(frozenset([q]), soft=True)
+                hit = nx is not None and ny is not None and \
+                    all(self.disjoint(a, b, 2) for a in nx.alts for b in ny.alts)
+                self._disjoint_memo[key] = hit
+            if hit:
+                return True
+        return False
+
+    def _splitless(self, ptr):
+        """Whether the schema at ``ptr`` has no keyword to split on (its node is cheap)."""
+        s = self.doc.schema_at(ptr)
+        return isinstance(s, dict) and not any(k in s for k in SPLIT_KW) and \
+            "$ref" not in s and "allOf" not in s
+
+    def _overlap_refusal(self, p, groups):
+        """Why "case i and not the cases in others" (``groups``: ``(i, others)`` pairs) cannot
+        be written for the oneOf at ``p``, or None if it can."""
+        for i, others in groups:
+            if len(others) >= MAX_ONEOF_CASES:
+                return (f"the cases may overlap, and case {i} may overlap {len(others)} others: "
+                        f"exactly-one is written as a case and the negations of the cases that "
+                        f"may overlap it, for at most {MAX_ONEOF_CASES - 1} of them")
+        for j in sorted({j for _, others in groups for j in others}):
+            cp = child(p, "oneOf", j)
+            if self.negation(cp, quiet=True) is None:
+                e = self._neg_failed.get(f"not({cp})")
+                what = "" if e is None else \
+                    f": {e.keyword}" + (f" at {display(e.where)}" if e.where else "") + f": {e.why}"
+                return (f"the cases may overlap, and exactly-one needs the negation of case {j}, "
+                        f"which cannot be written{what}")
+        return None
+
+    def _one_of_dispatch(self, base, p, n):
+        """A oneOf whose cases test one property ``d`` against values, split by ``d``:
+        alternatives, or None if it does not apply.
+
+        The cases are non-objects, objects without ``d``, objects whose ``d`` is
+        each value some case names, and objects whose ``d`` is none of them (as
+        :meth:`_dispatch` does for ``if``).  In each, a case whose test on ``d``
+        fails is out; exactly one of the others must hold (usually one is left,
+        and no negation is needed).
+        """
+        tests = []
+        for i in range(n):
+            tests.append({t[0]: t for t in self._discriminator_tests(
+                self._in_place_target(child(p, "oneOf", i)))})
+        count = {}
+        for ts in tests:
+            for d in ts:
+                count[d] = count.get(d, 0) + 1
+        if not count:
+            return None
+        d = max(count, key=lambda x: (count[x], x))
+        if count[d] < 2:
+            return None
+        values, seen = [], set()
+        for ts in tests:
+            for v in ts[d][1] if d in ts else ():
+                if json_key(v) not in seen:
+                    seen.add(json_key(v))
+                    values.append(v)
+        # (case schema, per oneOf case: True (holds), False (fails) or None (depends))
+        T = [ts.get(d) for ts in tests]
+        cases = [({"type": ["null", "boolean", "number", "string", "array"]},
+                  [t[5] if t else None for t in T]),
+                 ({"type": "object", "properties": {d: False}},
+                  [(False if t[2] else True if t[4] else None) if t else None for t in T])]
+        for v in values:
+            kv = json_key(v)
+            cases.append(({"type": "object", "required": [d], "properties": {d: {"const": v}}},
+                          [((True if t[4] else None) if any(json_key(x) == kv for x in t[1])
+                            else False) if t else None for t in T]))
+        cases.append(({"type": "object", "required": [d],
+                       "properties": {d: {"x-cfgmask-not-in": values}}},
+                      [False if t else None for t in T]))
+        self.budget.charge(len(cases), "oneOf", display(child(p, "oneOf")))
+        alts = []
+        for schema, truth in cases:
+            prefix = list(base) + [self.doc.add_synthetic(
+                f"case({json.dumps(schema, sort_keys=True)})", schema)]
+            sure = [i for i in range(n) if truth[i] is True]
+            idx = [i for i in range(n) if truth[i] is None]
+            if len(sure) >= 2:
+                continue  # two cases hold
+            if sure:
+                node = self.node(frozenset(prefix + [child(p, "oneOf", sure[0])]))
+                nodes = [self.node(frozenset(prefix + [child(p, "oneOf", i)])) for i in idx]
+                idx = [i for i, nd in zip(idx, nodes) if not self._disjoint_nodes([node, nd])]
+                if not idx:
+                    alts.extend(node.alts)
+                else:
+                    alts.extend(self._exactly_one(prefix, p, idx, [node], None, sure=sure[0]))
+                continue
+            if not idx:
+                continue  # no case holds
+            nodes = [self.node(frozenset(prefix + [child(p, "oneOf", i)])) for i in idx]
+            overlaps = self._overlaps(nodes)
+            if not any(overlaps):
+                alts.extend(a for node in nodes for a in node.alts)
+            else:
+                alts.extend(self._exactly_one(prefix, p, idx, nodes, overlaps))
+        return alts
+
+    def _in_place_target(self, ptr):
+        """``ptr``, or the schema it is a bare ``$ref`` to (followed a few times)."""
+        for _ in range(16):
+            s = self.doc.schema_at(ptr)
+            if not isinstance(s, dict) or "$ref" not in s or \
+                    any(k != "$ref" and k not in ANNOTATIONS for k in s):
+                return ptr
+            try:
+                ptr = self.doc.resolve(ptr, s["$ref"])
+            except GrammarError:
+                return ptr
+        return ptr
 
     # ---- polynomial splits (docs/json-schema.md, "Compile bounds")
     def _presence(self, atoms):
@@ -327,8 +522,11 @@ class CaseSplits:
                 continue
             sub_ptr = child(ptr, "properties", d)
             try:
-                values = [v for v in cands if json_type(v) not in ("object", "array") and
-                          self.validator.valid(v, sub_ptr)]
+                if any(json_type(v) in ("object", "array") for v in cands):
+                    # the case "d is none of the values" could not exclude an object or
+                    # array value (x-cfgmask-not-in), and would decide it wrongly
+                    continue
+                values = [v for v in cands if self.validator.valid(v, sub_ptr)]
             except (Unsupported, TypeError):
                 continue
             pure = not others and len(props) == 1 and all(n == d for n in req)

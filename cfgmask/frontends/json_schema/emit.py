@@ -37,6 +37,7 @@ from cfgmask.frontends.json_schema import strings as S
 from cfgmask.frontends.json_schema.budget import MAX_CHUNKED_LENGTH, MAX_LITERAL_STATES, check_count
 from cfgmask.frontends.json_schema.errors import Unsupported
 from cfgmask.frontends.json_schema.loader import display
+from cfgmask.frontends.json_schema.nodes import KeySpec
 from cfgmask.frontends.json_schema.numbers import integer_modulus
 from cfgmask.frontends.json_schema.validate import json_type
 
@@ -207,6 +208,19 @@ def _bound_keyword(num):
 
 def number_dfa(num, pins):
     """``(dfa, text)`` of a :class:`~.nodes.Num` alternative, or None if empty."""
+    try:
+        return _number_dfa(num, pins)
+    except Unsupported as e:
+        if e.keyword != "string":
+            raise
+        # a product of digit automata too large: name the keyword that made it
+        kw = "multipleOf" if num.multiple_of or num.not_multiple_of else _bound_keyword(num)
+        what = [f"multipleOf {m}" for m in num.multiple_of] + \
+            [f"not multipleOf {m}" for m in num.not_multiple_of]
+        raise Unsupported(kw, f"{e.why} ({', '.join(what)})" if what else e.why) from None
+
+
+def _number_dfa(num, pins):
     if num.integer:
         lo, hi = N.integer_bounds(num.lo, num.lo_excl, num.hi, num.hi_excl)
         text = N.integer_range_regex(lo, hi)
@@ -234,9 +248,7 @@ def number_dfa(num, pins):
             dfa, text = A.subtract(dfa, text, compile_regex(t, name="excluded"), t, pins)
         return (dfa, text) if not A.is_empty(dfa) else None
     plain = num.lo is not None or num.hi is not None or num.excluded or num.nonint or \
-        num.multiple_of
-    if num.not_multiple_of:
-        raise Unsupported("multipleOf", "the negation of multipleOf on a non-integer number")
+        num.multiple_of or num.not_multiple_of
     if not plain:
         return compile_regex(N.NUMBER, name="number"), N.NUMBER
     text = N.decimal_range_regex(num.lo, num.lo_excl, num.hi, num.hi_excl)
@@ -252,6 +264,18 @@ def number_dfa(num, pins):
             raise Unsupported("multipleOf", f"multipleOf {m}: the digit automaton would be too large")
         dfa, text = A.decimal_multiple_dfa(p_, j, dfa, pins,
                                            f"decimal multipleOf {m} within {text}")
+    for m in num.not_multiple_of:
+        # the plain decimals that are multiples of m, subtracted (m = p * 10**-j; an integral
+        # m is j = 0: an integer part that is a multiple, then only zeros)
+        sign, digits, exp = m.normalize().as_tuple()
+        p_, j = int("".join(map(str, digits))) * 10 ** max(exp, 0), max(-exp, 0)
+        if p_ > 2000 or j > 12:
+            raise Unsupported("multipleOf", f"not multipleOf {m}: the digit automaton would be "
+                              f"too large")
+        any_text = N.decimal_range_regex(None, False, None, False)
+        mult, mtext = A.decimal_multiple_dfa(p_, j, compile_regex(any_text, name="number"), pins,
+                                             f"decimal multipleOf {m}, any plain decimal")
+        dfa, text = A.subtract(dfa, text, mult, mtext, pins)
     if num.nonint:
         t = "-?(?:0|[1-9][0-9]*)\\.[0-9]*[1-9][0-9]*"
         dfa, text = A.intersect_all([dfa, compile_regex(t, name="nonint")], [text, t], pins)
@@ -597,7 +621,7 @@ class Builder:
         for spec, conj in o.regions:
             ksym = self._region_key(spec)
             if ksym is not None:
-                regions.append((ksym, conj))
+                regions.append((spec, ksym, conj))
         req_count = sum(1 for _, _, r in props if r)
         mx = o.max
         mn = o.min
@@ -606,15 +630,55 @@ class Builder:
         if not regions and len(props) < mn:
             return
         cap = mx if mx is not None else max(mn, 1)
-        if o.min == 0 and req_count == 0:
+        # witnesses (Obj.witnesses): one flag each, set by a member that is one; the
+        # object ends only with every flag set
+        wits = getattr(o, "witnesses", [])
+        full = (1 << len(wits)) - 1
+        if o.min == 0 and req_count == 0 and not wits:
             self.rule(sym, [self.punct(depth, "empty_obj")])
         mn1 = max(mn, 1)
         if not props and not regions:
             return
         comma = self.punct(depth, "comma")
         colon = self.punct(depth, "colon")
-        members = [[self.key(n), colon, self.value(c, depth + 1)] for n, c, _ in props]
-        region_members = [[k, colon, self.value(c, depth + 1)] for k, c in regions]
+        # the witnesses a declared property can be, by its name
+        prop_w = [sum(1 << w for w, x in enumerate(wits) if name in x[2]) for name, _, _ in props]
+        member_memo = {}
+
+        def member(i, ws):
+            """Declared property i as a member that is the witnesses in the mask ws."""
+            hit = member_memo.get((i, ws))
+            if hit is None:
+                name, c, _ = props[i]
+                hit = member_memo[(i, ws)] = [self.key(name), colon,
+                                              self.value(self._with_values(c, wits, ws), depth + 1)]
+            return hit
+
+        def region_member(r, ws):
+            """A member of region r that is the witnesses in ws, or None (no such key)."""
+            hit = member_memo.get(("r", r, ws), False)
+            if hit is False:
+                spec, ksym, conj = regions[r]
+                if ws:
+                    wspec = KeySpec(spec.patterns_in, spec.patterns_out, spec.excluded,
+                                    list(spec.names_conjs) +
+                                    [x[0] for w, x in enumerate(wits) if ws >> w & 1])
+                    ksym = self._region_key(wspec)
+                hit = None if ksym is None else \
+                    [ksym, colon, self.value(self._with_values(conj, wits, ws), depth + 1)]
+                member_memo[("r", r, ws)] = hit
+            return hit
+
+        # a region can hold witness w only if some key of it is one
+        region_w = [sum(1 << w for w in range(len(wits)) if region_member(r, 1 << w) is not None)
+                    for r in range(len(regions))]
+        for w, (_, vc, _, kw, at) in enumerate(wits):
+            if vc and any(m >> w & 1 for m in region_w):
+                # duplicate keys are not excluded among the additional properties: a later
+                # copy of the witness's key could be the value a parser keeps
+                self.norm.fail(kw, at, "negated, it needs an additional property whose value "
+                               "fails its schema, and a later copy of that key (duplicate keys "
+                               "cannot be excluded) would be the value a parser keeps")
         n = len(props)
         # dependentRequired among declared properties (Obj.implies): the state also holds
         # the later properties that must be present (an earlier one that requires them is)
@@ -628,18 +692,18 @@ class Builder:
                 if b is not None:
                     needed_by.setdefault(b, []).append(a)
 
-        def N_(i, c, st=(frozenset(), frozenset())):
-            s, new = self.nt(("objN", ident, i, c, st),
+        def N_(i, c, st=(frozenset(), frozenset()), f=0):
+            s, new = self.nt(("objN", ident, i, c, st, f),
                              f"object{ident}_{i}_{c}" + (f"_{len(self.nt_names)}" if st[0] or st[1]
-                                                        else ""))
+                                                        else "") + (f"_w{f}" if f else ""))
             if new:
-                todo.append((s, i, c, st))
+                todo.append((s, i, c, st, f))
             return s
 
-        def X(c):
-            s, new = self.nt(("objX", ident, c), f"object{ident}_rest_{c}")
+        def X(c, f):
+            s, new = self.nt(("objX", ident, c, f), f"object{ident}_rest_{c}" + (f"_w{f}" if f else ""))
             if new:
-                todo.append((s, None, c, None))
+                todo.append((s, None, c, None, f))
             return s
 
         todo = []
@@ -648,18 +712,21 @@ class Builder:
         if not new_family:
             return
         while todo:
-            s, i, c, st = todo.pop()
+            s, i, c, st, f = todo.pop()
             sep = [comma] if c > 0 else []
             nxt_c = c + 1 if mx is not None else min(c + 1, cap)
             if i is None:
-                if c >= mn1:
+                if c >= mn1 and f == full:
                     self.rule(s, [])
                 if mx is None or c + 1 <= mx:
-                    for m in region_members:
-                        self.rule(s, sep + m + [X(nxt_c)])
+                    for r in range(len(regions)):
+                        for ws in _submasks(region_w[r] & ~f):
+                            m = region_member(r, ws)
+                            if m is not None:
+                                self.rule(s, sep + m + [X(nxt_c, f | ws)])
                 continue
             if i == n:
-                self.rule(s, [X(c)])
+                self.rule(s, [X(c, f)])
                 continue
             must, banned = st
             bs = needs.get(i, ())
@@ -667,11 +734,23 @@ class Builder:
                 # present: the later properties it requires must follow (earlier ones were
                 # present, or it would be banned)
                 st1 = (frozenset(x for x in must.union(bs) if x > i), banned - {i})
-                self.rule(s, sep + members[i] + [N_(i + 1, nxt_c, st1)])
+                for ws in _submasks(prop_w[i] & ~f):
+                    self.rule(s, sep + member(i, ws) + [N_(i + 1, nxt_c, st1, f | ws)])
             if not props[i][2] and i not in must:
                 # absent: the later properties that require it must be absent
                 st0 = (must, frozenset(x for x in banned.union(needed_by.get(i, ())) if x > i))
-                self.rule(s, [N_(i + 1, c, st0)])
+                self.rule(s, [N_(i + 1, c, st0, f)])
+
+    @staticmethod
+    def _with_values(conj, wits, ws):
+        """``conj`` and the value conjunctions of the witnesses in the mask ``ws``."""
+        if not ws:
+            return conj
+        out = set(conj)
+        for w, x in enumerate(wits):
+            if ws >> w & 1:
+                out |= x[1]
+        return frozenset(out)
 
     # ---- arrays
     def _array(self, sym, a, depth):
@@ -816,3 +895,13 @@ class Builder:
         for text, dfa in self.pins:
             if text in used:
                 remember_dfa(text, dfa, owner=g)
+
+
+def _submasks(mask):
+    """Every submask of ``mask``, 0 included."""
+    sub = mask
+    while True:
+        yield sub
+        if sub == 0:
+            return
+        sub = (sub - 1) & mask

@@ -9,9 +9,10 @@ warning (``strict=False``).  Nothing outside this package sees it.
 
 
 class Unsupported(Exception):
-    """A keyword value cannot be compiled exactly (``keyword``, ``why``)."""
+    """A keyword value cannot be compiled exactly (``keyword``, ``why``, maybe ``where``)."""
 
-    def __init__(self, keyword, why):
+    def __init__(self, keyword, why, where=None):
         super().__init__(f"{keyword}: {why}")
         self.keyword = keyword
         self.why = why
+        self.where = where  # the keyword's JSON pointer, where the raiser knows it

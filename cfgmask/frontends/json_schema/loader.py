@@ -357,6 +357,10 @@ class SchemaDoc:
                     reached.append(q)
         return reached, edges
 
+    def base_at(self, pointer):
+        """The base URI in effect at ``pointer`` (a schema's ``$ref`` resolves against it)."""
+        return self._base_near(pointer)
+
     def _base_near(self, pointer):
         p = pointer
         while p not in self.base_of:

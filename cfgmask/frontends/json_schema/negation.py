@@ -13,6 +13,10 @@ from cfgmask.frontends.json_schema.errors import Unsupported
 from cfgmask.frontends.json_schema.loader import child, display
 from cfgmask.frontends.json_schema.nodes import HANDLED, REFUSED
 
+# ``not: {oneOf: [...]}`` (and a oneOf inside a negated or overlapping oneOf) is written
+# as "no case, or two cases, match": 1 + n(n-1)/2 cases, for at most this many
+MAX_ONEOF_CASES = 6
+
 
 class Negation:
     """Synthetic negated schemas (see the module docstring)."""
@@ -134,22 +138,103 @@ class Negation:
             elif k == "required":
                 for n in v:
                     cases.append({"type": "object", "properties": {n: False}})
+            elif k in ("dependentRequired", "dependentSchemas", "dependencies", "x-cfgmask-implies"):
+                # some name present whose dependency fails
+                for n, dep in v.items():
+                    if isinstance(dep, list):
+                        cases += [{"type": "object", "required": [n], "properties": {b: False}}
+                                  for b in dep if b != n]
+                    elif k != "dependentRequired":
+                        neg = self._negate_ptr(child(p, k, n))
+                        if not self._is_false(neg):
+                            cases.append({"type": "object", "required": [n], "allOf": [neg]})
+            elif k == "additionalProperties":
+                # some member outside properties and patternProperties whose value fails
+                val = True if v is False else self._negate_ptr(child(p, k))
+                if not self._is_false(val):
+                    key = {"type": "string"}
+                    names = s.get("properties")
+                    if isinstance(names, dict) and names:
+                        key["x-cfgmask-not-in"] = list(names)
+                    pats = s.get("patternProperties")
+                    if isinstance(pats, dict) and pats:
+                        key["allOf"] = [{"x-cfgmask-not-pattern": pt} for pt in pats]
+                    cases.append(_some_member(key, val, k, child(p, k)))
+            elif k == "patternProperties":
+                # some member whose key matches a pattern and whose value fails its schema
+                for pt in v:
+                    val = True if self.doc.schema_at(child(p, k, pt)) is False \
+                        else self._negate_ptr(child(p, k, pt))
+                    if not self._is_false(val):
+                        cases.append(_some_member({"type": "string", "pattern": pt}, val, k,
+                                                  child(p, k, pt)))
+            elif k == "propertyNames":
+                # some key the schema refuses (a key is a string)
+                key = True if self.doc.schema_at(child(p, k)) is False \
+                    else self._negate_ptr(child(p, k))
+                if not self._is_false(key):
+                    key = {"type": "string"} if key is True else dict(key, type="string")
+                    cases.append(_some_member(key, True, k, child(p, k)))
+            elif k == "oneOf" and isinstance(v, list):
+                # not exactly one case: none, or two of them
+                if len(v) > MAX_ONEOF_CASES:
+                    raise Unsupported("oneOf", f"{len(v)} cases: its negation (no case, or two "
+                                      f"cases, match) is written for at most {MAX_ONEOF_CASES}",
+                                      child(p, k))
+                cases.append({"allOf": [self._negate_ptr(child(p, k, i)) for i in range(len(v))]})
+                cases += [{"allOf": [{"x-cfgmask-ptr": child(p, k, i)},
+                                     {"x-cfgmask-ptr": child(p, k, j)}]}
+                          for i in range(len(v)) for j in range(i + 1, len(v))]
+            elif k == "if":
+                # if-then fails, or if fails and else fails
+                if "then" in s:
+                    cases.append({"allOf": [{"x-cfgmask-ptr": child(p, "if")},
+                                            self._negate_ptr(child(p, "then"))]})
+                if "else" in s:
+                    cases.append({"allOf": [self._negate_ptr(child(p, "if")),
+                                            self._negate_ptr(child(p, "else"))]})
+            elif k in ("then", "else"):
+                continue  # with if (or without it: nothing)
             elif k == "properties":
                 for n in v:
                     cases.append({"type": "object", "required": [n],
                                   "properties": {n: self._negate_ptr(child(p, k, n))}})
             elif k == "items" and isinstance(v, (dict, bool)) and "prefixItems" not in s:
                 cases.append({"type": "array", "contains": self._negate_ptr(child(p, k))})
-            elif k == "contains" and "minContains" not in s and "maxContains" not in s:
-                cases.append({"type": "array", "items": self._negate_ptr(child(p, k))})
-            elif k in ("minContains", "maxContains") and "contains" not in s:
-                continue
-            elif k in ("then", "else") and "if" not in s:
-                continue
+            elif k in ("prefixItems", "items") and isinstance(v, list):
+                # a tuple: some position i that is there and fails its schema
+                for i in range(len(v)):
+                    neg = self._negate_ptr(child(p, k, i))
+                    if not self._is_false(neg):
+                        cases.append({"type": "array", "minItems": i + 1,
+                                      "prefixItems": [True] * i + [neg]})
+            elif k in ("items", "additionalItems") and (v is True or v == {} or not _after_tuple(s, k)):
+                continue  # no constraint, or additionalItems without a tuple before it
+            elif k in ("items", "additionalItems") and v is False:
+                # the items after the tuple are forbidden: more items than the tuple
+                cases.append({"type": "array", "minItems": _tuple_length(s, k) + 1})
+            elif k == "contains":
+                c = {"x-cfgmask-ptr": child(p, k)}
+                lo = int(s.get("minContains", 1))
+                hi = None if s.get("maxContains") is None else int(s["maxContains"])
+                if "minContains" not in s and "maxContains" not in s:
+                    cases.append({"type": "array", "items": self._negate_ptr(child(p, k))})
+                else:
+                    # fewer matching items than minContains, or more than maxContains
+                    if lo > 0:
+                        cases.append({"type": "array", "contains": c, "minContains": 0,
+                                      "maxContains": lo - 1})
+                    if hi is not None:
+                        cases.append({"type": "array", "contains": c, "minContains": hi + 1})
+            elif k in ("minContains", "maxContains"):
+                continue  # read with contains (nothing without it)
             elif k == "uniqueItems" and not v:
                 continue
+            elif k == "x-cfgmask-some-member":
+                raise Unsupported(v.get("keyword", k), "a negated negation of it is not "
+                                  "expressible here", v.get("at"))
             else:
-                raise Unsupported(k, "its negation is not expressible here")
+                raise Unsupported(k, "its negation is not expressible here", child(p, k))
         if not cases:
             return False
         return cases[0] if len(cases) == 1 else {"anyOf": cases}
@@ -159,6 +244,28 @@ class Negation:
         if a is None:
             e = self._neg_failed.get(f"not({pointer})")
             if e is not None:  # pass the real keyword and reason up
-                raise Unsupported(e.keyword, e.why)
-            raise Unsupported("not", f"cannot negate {display(pointer)}")
+                raise Unsupported(e.keyword, e.why, e.where)
+            raise Unsupported("not", f"cannot negate {display(pointer)}", pointer)
         return {"x-cfgmask-ptr": a}
+
+    def _is_false(self, neg):
+        """Whether a negation written by :meth:`_negate_ptr` is the schema false."""
+        return isinstance(neg, dict) and self.doc.schema_at(neg["x-cfgmask-ptr"]) is False
+
+
+def _some_member(key, value, keyword, pointer):
+    """Objects with a member whose key is valid under the schema ``key`` and whose value
+    is valid under ``value`` (``typed`` and ``emit``: an object witness)."""
+    return {"type": "object", "x-cfgmask-some-member": {"key": key, "value": value,
+                                                         "keyword": keyword, "at": pointer}}
+
+
+def _after_tuple(s, k):
+    """Whether ``k`` (``items`` or ``additionalItems``) constrains the items after a tuple."""
+    if k == "additionalItems":
+        return isinstance(s.get("items"), list)
+    return isinstance(s.get("prefixItems"), list)
+
+
+def _tuple_length(s, k):
+    return len(s["items"] if k == "additionalItems" else s["prefixItems"])

@@ -21,7 +21,8 @@ STRING_KW = ("minLength", "maxLength", "pattern", "format", "x-cfgmask-not-patte
 ARRAY_KW = ("items", "prefixItems", "additionalItems", "contains", "minContains",
             "maxContains", "minItems", "maxItems", "uniqueItems")
 OBJECT_KW = ("properties", "patternProperties", "additionalProperties", "required",
-             "propertyNames", "minProperties", "maxProperties", "x-cfgmask-implies")
+             "propertyNames", "minProperties", "maxProperties", "x-cfgmask-implies",
+             "x-cfgmask-some-member")
 SPLIT_KW = ("anyOf", "oneOf", "if", "not", "dependentRequired", "dependentSchemas",
             "dependencies")
 HANDLED = frozenset(("type", "enum", "const", "$ref", "allOf", "then", "else",
@@ -106,6 +107,10 @@ class Obj:
         self.regions = []        # (KeySpec, conj)
         self.min, self.max = 0, None
         self.implies = {}        # name -> names that must be present when it is
+        # witnesses: (key conj, value conj, declared names whose key is in the key conj's
+        # language): at least one member has such a key and a value in the value conj
+        # (the negations of additionalProperties, patternProperties, propertyNames)
+        self.witnesses = []
 
 
 class KeySpec:

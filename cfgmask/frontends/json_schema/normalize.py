@@ -35,11 +35,14 @@ How a conjunction becomes alternatives:
 refused (``strict``) or dropped with a warning.
 """
 
+import json
+
 from cfgmask.errors import ConfigurationError, GrammarError
 from cfgmask.frontends.json_schema.budget import Budget
 from cfgmask.frontends.json_schema.cases import CaseSplits
 from cfgmask.frontends.json_schema.errors import Unsupported
-from cfgmask.frontends.json_schema.keywords import shorten
+from cfgmask.frontends.json_schema.drafts import draft_for
+from cfgmask.frontends.json_schema.keywords import MAX_DEPTH, shorten
 from cfgmask.frontends.json_schema.loader import child, display
 from cfgmask.frontends.json_schema.negation import Negation
 from cfgmask.frontends.json_schema.nodes import (FALSE_ATOM, REFUSED, SPLIT_KW, Lit, Node, atom, split_atom,
@@ -79,6 +82,8 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
         self._building = set()
         self._neg_stack = set()
         self._neg_failed = {}    # name -> Unsupported (why the negation cannot be written)
+        self._fingerprints = {}  # pointer -> what its schema means (_fingerprint)
+        self._disjoint_memo = {}  # (pointer, pointer) -> provably disjoint (cases.py)
 
     # ---- errors
     def fail(self, keyword, pointer, why):
@@ -197,9 +202,9 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
         lit = self._literals(atoms, key)
         if lit is not None:
             return [Lit(lit)] if lit else []
+        if self._contradictory(atoms):
+            return []  # pruned before splitting further (or building an empty object)
         if split is not None:
-            if self._contradictory(atoms):
-                return []  # pruned before splitting further
             return self._split(atoms, split)
         return self._typed(atoms)
 
@@ -225,14 +230,18 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
         present, absent = self._presence(atoms)
         if present & absent:
             return True
-        values = {}
+        values, types, facts = {}, {}, {}
+        negations = any(a.startswith("!") for a in atoms)  # written ones are synthetic
         for x in atoms:
             s, p, skip = self.schema(x)
             props = s.get("properties") if isinstance(s, dict) and "properties" not in skip else None
             if not isinstance(props, dict):
                 continue
             for d in present.intersection(props):
-                sub = self.doc.schema_at(child(p, "properties", d))
+                ptr = child(p, "properties", d)
+                if negations:
+                    self._value_facts(ptr, *facts.setdefault(d, (set(), set())))
+                sub = self.doc.schema_at(ptr)
                 if isinstance(sub, dict) and ("const" in sub or "enum" in sub):
                     vals = [sub["const"]] if "const" in sub else sub["enum"]
                     if isinstance(vals, list):
@@ -240,7 +249,81 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
                         values[d] = keys if d not in values else values[d] & keys
                         if not values[d]:
                             return True
+                # the types the value may have (a negation written for it included)
+                ts = self._value_types(ptr)
+                if ts is not None:
+                    types[d] = ts if d not in types else types[d] & ts
+                    if not types[d]:
+                        return True
+        # a value required to be valid under a schema and under a negation of the same
+        # schema (a oneOf's cases that share property schemas)
+        for pos, neg in facts.values():
+            if neg and pos and {self._fingerprint(q) for q in pos} & \
+                    {self._fingerprint(q) for q in neg}:
+                return True
         return False
+
+    def _value_facts(self, ptr, pos, neg, depth=0):
+        """Add the pointers of the document schemas that the schema at ``ptr`` applies in
+        place to ``pos``, and those of the schemas it negates (a written negation) to ``neg``."""
+        if depth > 8:
+            return
+        if ptr.startswith("!"):
+            desc = self.doc.synthetic_desc.get(ptr, "") if "/" not in ptr else ""
+            if desc.startswith("not(") and desc.endswith(")") and not desc.startswith("not(!"):
+                neg.add(desc[4:-1])
+        else:
+            pos.add(ptr)
+        s = self.doc.schema_at(ptr)
+        if not isinstance(s, dict):
+            return
+        target = s.get("x-cfgmask-ptr")
+        if isinstance(target, str):
+            self._value_facts(target, pos, neg, depth + 1)
+        if isinstance(s.get("$ref"), str) and not ptr.startswith("!"):
+            try:
+                self._value_facts(self.doc.resolve(ptr, s["$ref"]), pos, neg, depth + 1)
+            except GrammarError:
+                pass
+
+    def _fingerprint(self, ptr):
+        """Equal for two pointers to schemas that mean the same: the same text, read as the
+        same draft from the same base URI (memoised)."""
+        fp = self._fingerprints.get(ptr)
+        if fp is None:
+            draft = self.doc.draft_at(ptr)
+            fp = (json.dumps(_meaning(self.doc.get(ptr), draft), sort_keys=True), draft.name,
+                  self.doc.base_at(ptr))
+            self._fingerprints[ptr] = fp
+        return fp
+
+    def _value_types(self, ptr, depth=0):
+        """The JSON types the schema at ``ptr`` allows (integer within number), through
+        in-place references and negations written as schemas, or None if not known."""
+        s = self.doc.schema_at(ptr)
+        if s is False:
+            return frozenset()
+        if not isinstance(s, dict) or depth > 8:
+            return None
+        out = None
+        t = s.get("type")
+        if t is not None:
+            ts = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else None
+            if ts is not None and all(isinstance(y, str) for y in ts):
+                if "integer" in ts:
+                    ts.add("number")
+                out = frozenset(ts)
+        for k, target in (("x-cfgmask-ptr", s.get("x-cfgmask-ptr")), ("$ref", s.get("$ref"))):
+            if isinstance(target, str):
+                if k == "$ref":
+                    try:
+                        target = self.doc.resolve(ptr, target)
+                    except GrammarError:
+                        continue
+                inner = self._value_types(target, depth + 1)
+                if inner is not None:
+                    out = inner if out is None else out & inner
+        return out
 
     def _literals(self, atoms, key):
         """The finite value set of the conjunction, or None if it has none."""
@@ -301,3 +384,30 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
     def built_nodes(self):
         """Every :class:`~.nodes.Node` built so far."""
         return self._nodes.values()
+
+
+# keywords that never change what a schema means (kept: $id, $schema, $anchor, $defs, which can)
+_NOTES = frozenset(("title", "description", "examples", "default", "$comment", "deprecated",
+                    "readOnly", "writeOnly"))
+
+
+def _meaning(s, outer, depth=0):
+    """The schema ``s`` without its notes (titles, descriptions, ...), in its subschemas too,
+    as the draft in effect reads its keywords (for :meth:`Normalizer._fingerprint`)."""
+    if not isinstance(s, dict) or depth > MAX_DEPTH:
+        return s
+    draft = draft_for(s, outer)
+    kinds = dict(draft.subschema_keywords(s))
+    out = {}
+    for k, v in s.items():
+        if k in _NOTES:
+            continue
+        kind = kinds.get(k)
+        if kind in ("map", "dependencies") and isinstance(v, dict):
+            v = {n: _meaning(x, draft, depth + 1) for n, x in v.items()}
+        elif kind in ("list", "items") and isinstance(v, list):
+            v = [_meaning(x, draft, depth + 1) for x in v]
+        elif kind in ("one", "items"):
+            v = _meaning(v, draft, depth + 1)
+        out[k] = v
+    return out

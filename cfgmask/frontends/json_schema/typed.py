@@ -18,6 +18,8 @@ from cfgmask.frontends.json_schema.nodes import (ARRAY_KW, HANDLED, NUMBER_KW, O
 from cfgmask.frontends.json_schema.numbers import to_decimal
 from cfgmask.frontends.json_schema.validate import json_type, matches_pattern
 
+# an object with more "some member" constraints than this is refused
+MAX_WITNESSES = 4
 _ALL_TYPES = frozenset(("null", "boolean", "number", "string", "array", "object", "integer"))
 
 
@@ -366,6 +368,8 @@ class TypedIntersection:
             spec = KeySpec([(pt, pp) for pt, pp, _ in inside], [(pt, pp) for pt, pp, _ in outside],
                            ex, name_conjs)
             obj.regions.append((spec, frozenset(conj)))
+        if not self._witnesses(obj, sources):
+            return None
         if obj.max is not None and obj.min > obj.max:
             return None
         if not obj.regions:
@@ -380,9 +384,41 @@ class TypedIntersection:
                 check_count("maxProperties", obj.max, where("maxProperties", obj.max))
             check_count("minProperties", obj.min, where("minProperties", obj.min))
         if obj.min >= 2 and obj.regions:
-            self.fail("minProperties", "", "with additional properties the grammar counts members, "
-                      "but duplicate keys count once in JSON")
+            src = next((p for s, p, skip in sources if s.get("minProperties") == obj.min
+                        and "minProperties" not in skip), "")
+            self.fail("minProperties", child(src, "minProperties") if src else "",
+                      "with additional properties the grammar counts members, but duplicate "
+                      "keys count once in JSON" + (" (the negation of maxProperties)"
+                                                   if src.startswith("!") else ""))
         return obj
+
+    def _witnesses(self, obj, sources):
+        """``obj.witnesses`` from the ``x-cfgmask-some-member`` keywords (the negations of
+        ``additionalProperties``, ``patternProperties``, ``propertyNames``); False if no
+        member can be one of them."""
+        for s, p, skip in sources:
+            sm = s.get("x-cfgmask-some-member") if "x-cfgmask-some-member" not in skip else None
+            if not isinstance(sm, dict):
+                continue
+            base = child(p, "x-cfgmask-some-member")
+            kc = frozenset([child(base, "key")])
+            vptr = child(base, "value")
+            vc = frozenset() if self.doc.schema_at(vptr) is True else frozenset([vptr])
+            names = frozenset(n for n, _, _ in obj.props if self._valid_all(n, kc))
+            if not vc and any(r and n in names for n, _, r in obj.props):
+                continue  # a required property is a witness by its key alone
+            if not names and not obj.regions:
+                return False  # no member can be one
+            w = (kc, vc, names, sm.get("keyword", "additionalProperties"), sm.get("at", p))
+            if all(x[:2] != w[:2] for x in obj.witnesses):
+                obj.witnesses.append(w)
+        if len(obj.witnesses) > MAX_WITNESSES:
+            _, _, _, k, at = obj.witnesses[MAX_WITNESSES]
+            self.fail(k, at, f"negated: more than {MAX_WITNESSES} negated additionalProperties, "
+                      f"patternProperties or propertyNames on one object (each doubles the "
+                      f"object's states)")
+            del obj.witnesses[MAX_WITNESSES:]
+        return True
 
     def _key_matches(self, pattern, pointer, name):
         try:

@@ -276,6 +276,9 @@ class Validator:
                        if n not in props and not any(matches_pattern(p, n) for p in pats))
         if key == "propertyNames":
             return all(self._sub(n, ptr, "propertyNames") for n in v)
+        if key == "x-cfgmask-some-member":
+            return any(self._sub(n, ptr, key, "key") and self._sub(x, ptr, key, "value")
+                       for n, x in v.items())
         if key in ("dependentRequired", "x-cfgmask-implies"):
             return all(all(r in v for r in reqs) for n, reqs in val.items() if n in v)
         if key == "dependentSchemas":
