@@ -232,8 +232,10 @@ class _Gen:
         return out
 
     def combinator(self, depth):
-        kind = self.pick(["allOf", "anyOf", "oneOf", "not", "if", "anyOf", "oneOf"])
-        if kind == "not":
+        kind = self.pick(["allOf", "anyOf", "oneOf", "not", "if", "anyOf", "oneOf", "overlap"])
+        if kind == "overlap":
+            out = self.overlapping(depth)
+        elif kind == "not":
             out = {"not": self.schema(depth - 1)}
         elif kind == "if":
             out = {"if": self.schema(depth - 1)}
@@ -247,6 +249,67 @@ class _Gen:
             extra = self.typed(0)
             extra.update(out)
             out = extra
+        return out
+
+    def overlapping(self, depth):
+        """A oneOf whose cases overlap (compiled as "case i and no other case"), sometimes
+        negated: variants of one schema, a tagged union whose tag may be absent, or
+        type-specific cases without a type (they hold for every other type)."""
+        r = self.rng.random()
+        n = self.rng.randint(2, 4)
+        if r < 0.4:
+            base = self.typed(max(depth - 1, 0))
+            cases = [self._variant(base, depth) for _ in range(n)]
+        elif r < 0.7:
+            shared = {k: self.typed(0) for k in self.rng.sample(KEYS[1:], 2)}
+            cases = []
+            for _ in range(n):
+                props = {"a": {"enum": self.rng.sample(["p", "q", "r"], self.rng.randint(1, 2))}}
+                props.update({k: v for k, v in shared.items() if self.chance(0.7)})
+                c = {"type": "object", "properties": props}
+                if self.chance(0.6):
+                    c["additionalProperties"] = False
+                elif self.chance(0.3):
+                    c["patternProperties"] = {"^x": self.typed(0)}
+                req = [k for k in props if self.chance(0.25)]
+                if req:
+                    c["required"] = req
+                cases.append(c)
+        else:
+            cases = []
+            for _ in range(n):
+                c = getattr(self, self.pick(["number", "string", "object", "array"]))(max(depth - 1, 0))
+                c.pop("type", None)
+                cases.append(c)
+        uniq = []
+        for c in cases:  # equal cases would leave nothing valid
+            if all(json.dumps(c, sort_keys=True) != json.dumps(u, sort_keys=True) for u in uniq):
+                uniq.append(c)
+        while len(uniq) < 2:
+            uniq.append(self.typed(max(depth - 1, 0)))
+        out = {"oneOf": uniq}
+        if self.chance(0.25):
+            out = {"not": out}
+        return out
+
+    def _variant(self, base, depth):
+        """``base`` changed a little: a keyword dropped or added, or its type dropped."""
+        if not isinstance(base, dict):
+            return base
+        out = json.loads(json.dumps(base))
+        r = self.rng.random()
+        keys = [k for k in out if k != "type"]
+        if r < 0.35 and keys:
+            del out[self.pick(keys)]
+        elif r < 0.8:
+            t = out.get("type") if isinstance(out.get("type"), str) else None
+            kind = {"integer": "number", "null": None, "boolean": None}.get(t, t)
+            if kind in ("number", "string", "array", "object"):
+                extra = getattr(self, kind)(max(depth - 1, 0))
+                extra.pop("type", None)
+                out.update(extra)
+        elif "type" in out:
+            del out["type"]
         return out
 
     def ref(self, depth):
