@@ -179,7 +179,8 @@ class Grammar:
     @classmethod
     def from_json_schema(cls, schema: dict | bool | str | os.PathLike, *, whitespace: str | None = None,
                          strict: bool = True, escapes: str | None = None, max_work: int | None = _DEFAULT,
-                         time_limit_s: float | None = _DEFAULT, property_order: str | None = None) -> "Grammar":
+                         time_limit_s: float | None = _DEFAULT, property_order: str | None = None,
+                         default_draft: str | None = None) -> "Grammar":
         """A grammar whose language is exactly the instances valid under a JSON schema.
 
         ``schema``: a dict, JSON text or a path.  ``whitespace``: ``"compact"``,
@@ -192,7 +193,12 @@ class Grammar:
         ``cfgmask.frontends.json_schema.DEFAULT_MAX_WORK`` / ``DEFAULT_TIME_LIMIT_S``,
         ``None``: no limit); past it :class:`~cfgmask.CompileBudgetExceeded`
         is raised.  ``property_order``: ``"written"`` (default: llguidance's
-        stable order, branches merged as written) or ``"own-first"``.  See
+        stable order, branches merged as written) or ``"own-first"``.
+        ``default_draft``: the draft of a schema whose root has no ``$schema``:
+        ``"draft-04"``, ``"draft-06"``, ``"draft-07"``, ``"2019-09"`` or
+        ``"2020-12"`` (or a meta-schema URI; default None: 2020-12); another
+        value raises :class:`~cfgmask.ConfigurationError` before the schema is
+        read.  A ``$schema`` in the schema wins.  See
         :mod:`cfgmask.frontends.json_schema` and docs/json-schema.md.
         """
         from cfgmask.frontends import json_schema
@@ -202,7 +208,8 @@ class Grammar:
         tl = json_schema.DEFAULT_TIME_LIMIT_S if time_limit_s is _DEFAULT else time_limit_s
         po = json_schema.DEFAULT_PROPERTY_ORDER if property_order is None else property_order
         return json_schema.compile_schema(cls, schema, whitespace=ws, strict=strict, escapes=esc,
-                                          max_work=mw, time_limit_s=tl, property_order=po)
+                                          max_work=mw, time_limit_s=tl, property_order=po,
+                                          default_draft=default_draft)
 
     @classmethod
     def builtin(cls, name: str, profile: str | None = None, *, dialect: str | None = None,

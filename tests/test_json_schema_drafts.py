@@ -253,6 +253,49 @@ def test_default_draft_reads_a_schema_without_schema():
         compile_schema(Grammar, {}, default_draft="draft-05")
 
 
+def test_grammar_from_json_schema_passes_default_draft():
+    schema = {"prefixItems": [{"type": "string"}]}
+    c7 = compile_bytes(Grammar.from_json_schema(schema, default_draft="draft-07"))
+    c20 = compile_bytes(Grammar.from_json_schema(schema))
+    assert accepts(c7, "[1]") and not accepts(c20, "[1]") and accepts(c20, '["s"]')
+    assert Grammar.from_json_schema(schema, default_draft="2019-09").json_schema_info["draft"] == "2019-09"
+    # $schema wins over the default
+    g = Grammar.from_json_schema(in_draft("2020-12", schema), default_draft="draft-07")
+    assert not accepts(compile_bytes(g), "[1]")
+    # a bad value is the caller's mistake, found before the schema is read (this one is not JSON)
+    for bad in ("draft7", "draft-05", "", 7, True):
+        with pytest.raises(ConfigurationError, match="default_draft") as e:
+            Grammar.from_json_schema("{not json", default_draft=bad)
+        assert not isinstance(e.value, GrammarError) and "draft-07" in str(e.value)
+
+
+def test_cli_schema_draft(tmp_path, capsys):
+    from cfgmask.app import cli
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps({"prefixItems": [{"type": "string"}]}))
+    assert cli.main(["check", "--schema", str(p), "--schema-draft", "draft-07"]) == 0
+    assert "draft: draft-07" in capsys.readouterr().out
+    assert cli.main(["check", "--schema", str(p)]) == 0
+    assert "draft: 2020-12" in capsys.readouterr().out
+    for argv in (["check", "--schema", str(p), "--schema-draft", "draft7"],
+                 ["check", "json", "--schema-draft", "draft-07"],
+                 # validated before the model loads: the model path does not exist
+                 ["generate", "--model", str(tmp_path / "no-model"), "--schema", str(p),
+                  "--schema-draft", "draft-5", "hi"],
+                 ["generate", "--model", str(tmp_path / "no-model"), "--schema-draft", "draft-07", "hi"]):
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "--schema-draft" in err and err.count("\n") == 1, err
+
+
+def test_schema_source_verifies_in_the_default_draft(tmp_path):
+    from cfgmask.app.schema_source import SchemaSource
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps({"type": "array", "prefixItems": [{"type": "string"}]}))
+    assert SchemaSource(p, default_draft="draft-07").verify("[1]") is None
+    assert SchemaSource(p).verify("[1]") is not None
+
+
 def test_not_reads_the_negated_schema_in_its_draft():
     # draft-07: minContains is no keyword, so not{contains} is "no item matches"
     check(in_draft("draft-07", {"type": "array", "not": {"contains": {"const": 1}, "minContains": 0}}),

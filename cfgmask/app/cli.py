@@ -146,10 +146,13 @@ def cmd_check(args):
             raise ConfigurationError("check takes a GRAMMAR or --schema FILE.json, not both")
         if args.start != "start":
             raise ConfigurationError("--start applies to a GRAMMAR, not to --schema")
-        from cfgmask.app.schema_source import check_schema
-        return check_schema(args.schema, args.whitespace, args.verbose)
+        from cfgmask.app.schema_source import check_schema, check_schema_draft
+        check_schema_draft(args.schema_draft)
+        return check_schema(args.schema, args.whitespace, args.verbose, default_draft=args.schema_draft)
     if args.grammar is None:
         raise ConfigurationError("check needs a GRAMMAR or --schema FILE.json")
+    if args.schema_draft is not None:
+        raise ConfigurationError("--schema-draft is the draft of --schema; it needs --schema")
     if args.whitespace is not None:
         raise ConfigurationError("--whitespace is the JSON layout of --schema; it needs --schema")
     t0 = time.perf_counter()
@@ -301,7 +304,11 @@ def _check_generate_args(args):
                                      ("--start", args.start != "start")) if on]
         if given:
             raise ConfigurationError(f"--schema constrains by the schema alone: drop {', '.join(given)}")
+        from cfgmask.app.schema_source import check_schema_draft
+        check_schema_draft(args.schema_draft)
     else:
+        if args.schema_draft is not None:
+            raise ConfigurationError("--schema-draft is the draft of --schema; it needs --schema")
         if args.grammar is None:
             args.grammar = "json"
         if args.whitespace is not None and (args.grammar != "json" or args.full_language):
@@ -336,7 +343,7 @@ def cmd_generate(args):
     _check_generate_args(args)
     if args.schema is not None:
         from cfgmask.app.schema_source import SchemaSource
-        src = SchemaSource(args.schema, args.whitespace)
+        src = SchemaSource(args.schema, args.whitespace, default_draft=args.schema_draft)
         default_system = src.system_prompt()
     else:
         profile = "full" if args.full_language else "generate"
@@ -654,6 +661,12 @@ def _add_schema_args(p):
                         "generate: also of the json generation profile (default compact)")
 
 
+def _add_schema_draft_arg(p):
+    p.add_argument("--schema-draft", default=None, metavar="DRAFT",
+                   help="the JSON Schema draft of a --schema without $schema: draft-04, draft-06, "
+                        "draft-07, 2019-09 or 2020-12 (default 2020-12; a $schema in the file wins)")
+
+
 def build_parser():
     ap = _Parser(
         prog="cfgmask", description="Grammar-constrained decoding with exact token masks.")
@@ -664,6 +677,7 @@ def build_parser():
     p.add_argument("grammar", metavar="GRAMMAR", nargs="?",
                    help="a .lark file or a builtin name (json, sql, javascript)")
     _add_schema_args(p)
+    _add_schema_draft_arg(p)
     p.add_argument("--start", default="start", help="start rule (default: start)")
     p.add_argument("-v", "--verbose", action="store_true", help="also dump the flattened rules")
     p.set_defaults(func=cmd_check)
@@ -699,6 +713,7 @@ def build_parser():
                    help="sample every token (default: text the grammar forces is appended without sampling)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or timing on stderr")
     _add_schema_args(p)
+    _add_schema_draft_arg(p)
     _add_model_args(p)
     p.set_defaults(func=cmd_generate)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cfgmask.engine.lexer import LexerSpec
 from cfgmask.errors import ConfigurationError
-from cfgmask.frontends.json_schema import DEFAULT_WHITESPACE, compile_schema
+from cfgmask.frontends.json_schema import DEFAULT_WHITESPACE, DRAFT_NAMES, check_default_draft, compile_schema
 from cfgmask.frontends.json_schema.loader import SchemaDoc, read_schema
 from cfgmask.frontends.json_schema.validate import Validator
 from cfgmask.grammar import Grammar
@@ -23,20 +23,26 @@ from cfgmask.grammar import Grammar
 # seen in the prompt (docs/json-schema.md has the runs).  SCHEMA_PROMPT is the other choice.
 SYSTEM_PROMPT = "You are a helpful assistant. Reply with JSON only."
 SCHEMA_PROMPT = "You are a helpful assistant. Reply with JSON only, following this JSON schema: {schema}"
+# the jsonschema package's validator for a schema without $schema, per --schema-draft
+_JSONSCHEMA_VALIDATORS = {"draft-04": "Draft4Validator", "draft-06": "Draft6Validator",
+                          "draft-07": "Draft7Validator", "2019-09": "Draft201909Validator",
+                          "2020-12": "Draft202012Validator"}
 
 
 class SchemaSource:
     """A JSON schema named on the command line, compiled to a grammar."""
 
-    def __init__(self, path, whitespace=None, strict=True):
+    def __init__(self, path, whitespace=None, strict=True, default_draft=None):
         if not str(path).strip():  # Path("") is ".", which would read as "Is a directory"
             raise ConfigurationError("--schema: the path is empty")
+        self.draft = check_schema_draft(default_draft)
         self.path = Path(path)
         self.spec = str(path)
         self.whitespace = whitespace or DEFAULT_WHITESPACE
         self.schema = read_schema(self.path)
         t0 = time.perf_counter()
-        self.grammar = compile_schema(Grammar, self.schema, whitespace=self.whitespace, strict=strict)
+        self.grammar = compile_schema(Grammar, self.schema, whitespace=self.whitespace, strict=strict,
+                                      default_draft=self.draft)
         self.load_s = time.perf_counter() - t0
 
     def system_prompt(self, with_schema=False):
@@ -59,14 +65,15 @@ class SchemaSource:
             value = json.loads(text)
         except ValueError as e:
             return f"not JSON: {e}"
-        if not Validator(SchemaDoc(self.schema)).valid(value, ""):
+        if not Validator(SchemaDoc(self.schema, self.draft)).valid(value, ""):
             return "not valid under the schema (cfgmask's validator)"
         try:
             import jsonschema
         except ImportError:
             return None
         try:
-            cls = jsonschema.validators.validator_for(self.schema)
+            default = getattr(jsonschema, _JSONSCHEMA_VALIDATORS[self.draft.name])
+            cls = jsonschema.validators.validator_for(self.schema, default=default)
             err = next(iter(cls(self.schema).iter_errors(value)), None)
         except Exception as e:  # the jsonschema package cannot read it: no second opinion
             print(f"cfgmask: jsonschema could not check the output ({e})", file=sys.stderr)
@@ -74,19 +81,29 @@ class SchemaSource:
         return None if err is None else f"jsonschema: {err.message}"
 
 
-def check_schema(path, whitespace=None, verbose=False, out=None):
+def check_schema_draft(name):
+    """The :class:`~cfgmask.frontends.json_schema.drafts.Draft` ``--schema-draft`` names (None:
+    2020-12), or a one-line :class:`~cfgmask.ConfigurationError`."""
+    try:
+        return check_default_draft(name)
+    except ConfigurationError:
+        raise ConfigurationError(f"--schema-draft {name!r:.60}: choose one of "
+                                 f"{', '.join(DRAFT_NAMES)} (or a meta-schema URI)") from None
+
+
+def check_schema(path, whitespace=None, verbose=False, out=None, default_draft=None):
     """Body of ``cfgmask check --schema``: compile, print the sizes and times; returns the exit code."""
     # looked up per call: a default bound at import would keep whatever stdout was then
     out = sys.stdout if out is None else out
     t0 = time.perf_counter()
-    src = SchemaSource(path, whitespace)
+    src = SchemaSource(path, whitespace, default_draft=default_draft)
     g = src.grammar
     t1 = time.perf_counter()
     spec = LexerSpec(g)
     t2 = time.perf_counter()
     states = sum(spec.n_states(t) for t in range(g.n_terminals))
     info = g.json_schema_info
-    print(f"schema     {path} (whitespace: {src.whitespace})", file=out)
+    print(f"schema     {path} (whitespace: {src.whitespace}, draft: {info['draft']})", file=out)
     print(f"rules      {g.n_rules} ({g.n_nonterminals} nonterminals)", file=out)
     print(f"terminals  {g.n_terminals} ({states} DFA states in all, {spec.n_classes} byte classes)",
           file=out)

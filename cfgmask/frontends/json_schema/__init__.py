@@ -34,6 +34,8 @@ rules), ``budget`` (the compile bounds), ``validate`` (instances),
 import time
 import warnings
 
+from cfgmask.errors import ConfigurationError
+from cfgmask.frontends.json_schema import drafts
 from cfgmask.frontends.json_schema.emit import DEFAULT_ESCAPES, DEFAULT_STYLE, ESCAPES, FLEXIBLE_MAX_RUN, STYLES, Builder
 from cfgmask.frontends.json_schema.budget import DEFAULT_MAX_WORK, DEFAULT_TIME_LIMIT_S, MAX_COUNT, Budget, active
 from cfgmask.frontends.json_schema.keywords import bounded_errors
@@ -44,7 +46,11 @@ from cfgmask.frontends.json_schema.validate import Validator
 __all__ = ["compile_schema", "json_grammar", "validate", "STYLES", "DEFAULT_WHITESPACE",
            "ESCAPES", "DEFAULT_ESCAPES", "FLEXIBLE_MAX_RUN", "SchemaLoosened",
            "PROPERTY_ORDERS", "DEFAULT_PROPERTY_ORDER",
-           "DEFAULT_MAX_WORK", "DEFAULT_TIME_LIMIT_S", "MAX_COUNT"]
+           "DEFAULT_MAX_WORK", "DEFAULT_TIME_LIMIT_S", "MAX_COUNT", "DRAFT_NAMES",
+           "check_default_draft"]
+
+# what default_draft= (and the CLI's --schema-draft) takes, besides a meta-schema URI
+DRAFT_NAMES = tuple(d.name for d in drafts.DRAFTS)
 
 DEFAULT_WHITESPACE = DEFAULT_STYLE
 DEFAULT_PROPERTY_ORDER = "written"
@@ -93,14 +99,16 @@ def compile_schema(cls, schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, e
 
     ``default_draft``: the draft of a schema whose root has no ``$schema``
     (``"draft-04"``, ``"draft-06"``, ``"draft-07"``, ``"2019-09"`` or
-    ``"2020-12"``, or a meta-schema URI; None: 2020-12).  Each subschema is read
-    as its draft says (``drafts.py``; docs/json-schema.md, "Drafts"); the
-    grammar's ``json_schema_info["draft"]`` names the root's.
+    ``"2020-12"``, or a meta-schema URI; None: 2020-12); another value raises
+    :class:`~cfgmask.ConfigurationError` before the schema is read.  Each
+    subschema is read as its draft says (``drafts.py``; docs/json-schema.md,
+    "Drafts"); the grammar's ``json_schema_info["draft"]`` names the root's.
     """
     t0 = time.perf_counter()
+    draft = check_default_draft(default_draft)
     budget = Budget(max_work, time_limit_s)
     with active(budget):
-        doc = SchemaDoc(read_schema(schema), default_draft)
+        doc = SchemaDoc(read_schema(schema), draft)
         norm = Normalizer(doc, strict=strict, budget=budget, property_order=property_order)
         builder = Builder(norm, whitespace, escapes)
         start = builder.run(frozenset([""]))
@@ -122,6 +130,15 @@ def compile_schema(cls, schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, e
     if norm.loosened:
         warnings.warn(SchemaLoosened(norm.loosened), stacklevel=2)
     return grammar
+
+
+def check_default_draft(default_draft):
+    """The :class:`~.drafts.Draft` that ``default_draft`` names (None: 2020-12), or
+    :class:`~cfgmask.ConfigurationError` naming the drafts to choose from."""
+    try:
+        return drafts.default_draft(default_draft)
+    except ValueError as e:
+        raise ConfigurationError(f"default_draft: {e}") from None
 
 
 def _key_orders(norm):
@@ -159,6 +176,6 @@ def json_grammar(cls, whitespace=DEFAULT_WHITESPACE, escapes=DEFAULT_ESCAPES):
 def validate(instance, schema, default_draft=None):
     """True iff the parsed JSON ``instance`` is valid under ``schema`` with cfgmask's semantics
     (``default_draft`` as for :func:`compile_schema`)."""
-    doc = SchemaDoc(read_schema(schema), default_draft)
+    doc = SchemaDoc(read_schema(schema), check_default_draft(default_draft))
     doc.check_cycles()  # a validator would loop on an in-place cycle
     return Validator(doc).valid(instance, "")
