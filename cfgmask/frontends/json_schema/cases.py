@@ -40,7 +40,10 @@ class CaseSplits:
         rest = [x for x in atoms if x != a]
         done = atom(p, skip | {k} | ({"then", "else"} if k == "if" else set()))
         base = rest + [done]
-        self.budget.where = (k, display(child(p, k)))
+        if not p.startswith("!"):
+            # a budget message names the user's keyword: a written negation's cases are
+            # charged to the keyword that needed it (oneOf, not, if)
+            self.budget.where = (k, display(child(p, k)))
         if k == "if":
             alts = self._dispatch(atoms)
             if alts is not None:
