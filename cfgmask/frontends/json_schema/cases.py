@@ -11,7 +11,11 @@ disjunction and the dependency keywords split a conjunction into cases whose
 nodes' union is its node (``normalize`` module docstring, step 3); two or more
 ``if``s testing one property against values are split together
 (:meth:`CaseSplits._dispatch`), the dependency keywords once per consistent
-presence assignment (:meth:`CaseSplits._dependency_cases`).
+presence assignment (:meth:`CaseSplits._dependency_cases`).  A ``oneOf`` whose
+cases may overlap is "exactly one case" (:meth:`CaseSplits._one_of`: a split
+by a tag property, then case i next to the negations of the cases that may
+overlap it); a written negation implied by its conjunction is dropped
+(:meth:`CaseSplits._negation_implied`).
 """
 
 import json

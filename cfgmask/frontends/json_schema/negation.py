@@ -2,6 +2,13 @@
 keywords whose negation is expressible; the rest is refused (``strict``) or
 dropped with a warning.
 
+A type-specific keyword's negation holds only for its own type.  The
+negations of ``additionalProperties``, ``patternProperties`` and
+``propertyNames`` are "some member whose key and value are of a kind"
+(``x-cfgmask-some-member``: ``typed`` turns it into an object witness,
+``emit`` into a flag of the object grammar); that of ``oneOf`` is "no case,
+or two cases" (at most :data:`MAX_ONEOF_CASES` cases).
+
 :class:`Negation` is a part of
 :class:`~cfgmask.frontends.json_schema.normalize.Normalizer`, which inherits
 it; its methods use the normaliser's ``doc`` and ``fail``.

@@ -20,7 +20,9 @@ How a conjunction becomes alternatives:
    ``not`` written as a disjunction, ``dependentRequired``,
    ``dependentSchemas``, ``dependencies``): *split* on the first one: the
    node is the union of the nodes of the conjunction with one case each
-   (``oneOf``: only if the cases' nodes are provably disjoint).  Two or more
+   (``oneOf``: when the cases' nodes are provably disjoint; otherwise split
+   by a tag property, then each case next to the negations of the cases that
+   may overlap it, :meth:`Normalizer._one_of`).  Two or more
    ``if``s testing one property against values (the tagged-union idiom) are
    split together, once per value (:meth:`Normalizer._dispatch`); the
    dependency keywords split once per consistent presence assignment
