@@ -36,6 +36,7 @@ import warnings
 
 from cfgmask.errors import ConfigurationError
 from cfgmask.frontends.json_schema import drafts
+from cfgmask import gc_pause
 from cfgmask.frontends.json_schema.emit import DEFAULT_ESCAPES, DEFAULT_STYLE, ESCAPES, FLEXIBLE_MAX_RUN, STYLES, Builder
 from cfgmask.frontends.json_schema.budget import DEFAULT_MAX_WORK, DEFAULT_TIME_LIMIT_S, MAX_COUNT, Budget, active
 from cfgmask.frontends.json_schema.keywords import bounded_errors
@@ -107,7 +108,8 @@ def compile_schema(cls, schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, e
     t0 = time.perf_counter()
     draft = check_default_draft(default_draft)
     budget = Budget(max_work, time_limit_s)
-    with active(budget):
+    # normalising and the schema's automata: many objects alive to the end, no cyclic garbage
+    with active(budget), gc_pause.paused():
         doc = SchemaDoc(read_schema(schema), draft)
         norm = Normalizer(doc, strict=strict, budget=budget, property_order=property_order)
         builder = Builder(norm, whitespace, escapes)
