@@ -318,7 +318,9 @@ def section_ttfm(tokenizers, grammars, repeat, dumps, tmp, llg, log, baseline=No
             assert all(x["cfgmask"].startswith(baseline) for x in before), before
             assert all(x["cfgmask"].startswith(ROOT) for x in miss + hit), miss
             assert all(x["lexer_source"] == "built" for x in miss), miss
-            assert all(x["lexer_source"] == "disk" for x in hit), hit
+            # tables that build in less than cache.PERSIST_ABOVE_S stay in memory only
+            # (json.lark's, since the compiled regex kernels): a hit rebuilds them
+            assert all(x["lexer_source"] in ("disk", "built") for x in hit), hit
             assert len({x["allowed"] for x in miss + hit}) == 1
             rows[(tname, g)] = {case: {k: med([x[k] for x in xs]) for k in xs[0] if k.endswith("_s")}
                                 for case, xs in (("miss", miss), ("hit", hit), ("before", before))
