@@ -365,6 +365,19 @@ class Child:
 
 # --------------------------------------------------------------------- summary
 
+def tail_report(engine, masks, owners, p):
+    """Which schemas hold ``engine``'s masks at or above percentile ``p`` (MaskBench's
+    percentile), most first: where a TBM tail comes from."""
+    if not masks:
+        return f"{engine}: no masks"
+    threshold = pick(sorted(masks), p)
+    counts = collections.Counter(o for m, o in zip(masks, owners) if m >= threshold)
+    lines = [f"{engine}: {sum(counts.values())} masks at or above p{p:g} = {threshold:.0f} us, "
+             f"in {len(counts)} schemas:"]
+    lines += [f"  {c:5d}  {name}" for name, c in counts.most_common(20)]
+    return "\n".join(lines)
+
+
 def pick(xs, p):
     """MaskBench's percentile: ``sorted(xs)[int(len * p / 100)]`` (capped)."""
     if not xs:
@@ -481,6 +494,9 @@ def main(argv=None):
     ap.add_argument("--out", help="results JSON (default: a file in the temporary folder)")
     ap.add_argument("--plots", help="folder for the CDF plots (needs matplotlib)")
     ap.add_argument("--cold", action="store_true", help="clear cfgmask's automaton memo per schema")
+    ap.add_argument("--tail", type=float, default=None, metavar="P",
+                    help="also print, per engine, the schemas holding its masks at or above "
+                         "percentile P (e.g. 99.9), with how many each")
     args = ap.parse_args(argv)
 
     engines = tuple(e for e in args.engines.split(",") if e)
@@ -514,6 +530,7 @@ def main(argv=None):
     os.environ["CFGMASK_CACHE_DIR"] = cache_dir  # inherited by the child: an empty cache
     child = Child(engines, args.cold)
     records, masks = {}, {e: [] for e in engines}
+    owners = {e: [] for e in engines}     # the schema of each mask, for --tail
     t_start = time.monotonic()
     try:
         for i, name in enumerate(chosen):
@@ -523,11 +540,15 @@ def main(argv=None):
                 rec, ms = child.run(path, eng, args.timeout)
                 records[name][eng] = rec
                 masks[eng].extend(ms)
+                owners[eng].extend([name] * len(ms))
             line = " ".join(f"{e}={records[name][e]['outcome']}" for e in engines)
             print(f"[{i + 1}/{len(chosen)}] {name}: {line}", file=sys.stderr, flush=True)
     finally:
         child.close()
     summary = summarize(records, masks, engines, args.timeout)
+    if args.tail is not None:
+        for eng in engines:
+            print(tail_report(eng, masks[eng], owners[eng], args.tail))
     from benchmarks.engines import engine_versions
     meta = {"jsonschemabench": {"repo": JSB_REPO, "commit": JSB_COMMIT, "data": args.data,
                                 "files": len(names), "missing_blobs": missing},
