@@ -62,6 +62,7 @@ the package itself (tests/test_cache_tamper.py).  It checks 8 MB in 2-4 ms here,
 than sha256 (``benchmarks/run_ttfm.py --sections hash``).
 """
 
+import atexit
 import hashlib
 import json
 import os
@@ -344,7 +345,6 @@ def _flush_at_exit():
     flush(_EXIT_WAIT_S)
 
 
-import atexit  # noqa: E402 - next to the writer it serves
 atexit.register(_flush_at_exit)
 
 

@@ -40,7 +40,8 @@ def test_a_collector_the_caller_turned_off_stays_off():
     assert not gc.isenabled()
 
 
-def test_overlapping_pauses_in_threads_end_with_the_last():
+def _pause_in_another_thread():
+    """A thread inside ``gc_pause.paused()`` until the returned event is set."""
     entered, release = threading.Event(), threading.Event()
 
     def other():
@@ -50,6 +51,11 @@ def test_overlapping_pauses_in_threads_end_with_the_last():
     t = threading.Thread(target=other)
     t.start()
     entered.wait(10)
+    return release, t
+
+
+def test_overlapping_pauses_in_threads_end_with_the_last():
+    release, t = _pause_in_another_thread()
     with gc_pause.paused():
         pass
     assert not gc.isenabled()              # the other thread's pause is still on
@@ -60,15 +66,7 @@ def test_overlapping_pauses_in_threads_end_with_the_last():
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_child_forked_during_a_pause_gets_its_collector_back():
-    entered, release = threading.Event(), threading.Event()
-
-    def other():
-        with gc_pause.paused():
-            entered.set()
-            release.wait(10)
-    t = threading.Thread(target=other)
-    t.start()
-    entered.wait(10)
+    release, t = _pause_in_another_thread()
     pid = os.fork()
     if pid == 0:
         os._exit(0 if gc.isenabled() else 1)

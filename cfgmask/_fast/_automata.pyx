@@ -32,6 +32,8 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
+from cfgmask._fast._hash cimport hash_ints
+
 import numpy as np
 
 
@@ -50,13 +52,16 @@ cdef void* _alloc(int64_t n, size_t size) except NULL:
     return p
 
 
-cdef inline uint64_t _hash_ints(const int32_t* a, int64_t n) noexcept nogil:
-    cdef uint64_t h = 14695981039346656037ULL ^ <uint64_t>n
-    cdef int64_t i
-    for i in range(n):
-        h ^= <uint32_t>a[i]
-        h *= 1099511628211ULL
-    return h ^ (h >> 31)
+cdef inline int64_t _bisect_left(const int64_t* xs, int64_t lo, int64_t hi, int64_t x) noexcept nogil:
+    """``bisect.bisect_left(xs, x, lo, hi)`` over a sorted C array."""
+    cdef int64_t m
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if xs[m] < x:
+            lo = m + 1
+        else:
+            hi = m
+    return lo
 
 
 # ------------------------------------------------------------------ sorting
@@ -240,8 +245,8 @@ cdef class _Subsets:
 cdef int _flatten(_Subsets b, list empty_moves, list char_moves, const int64_t[::1] bounds) except -1:
     """The NFA's move lists as flat arrays; a character move's code point ranges
     become atom intervals (adjacent ones merged), as in the reference."""
-    cdef int64_t n = len(char_moves), i, total, k, a, z, m, nb = bounds.shape[0]
-    cdef int64_t lo_cp, hi_cp, s0, s1
+    cdef int64_t n = len(char_moves), i, total, k, a, z, nb = bounds.shape[0]
+    cdef int64_t lo_cp, hi_cp
     cdef list moves
     b.eptr = <int64_t*>malloc((n + 1) * sizeof(int64_t))
     b.mptr = <int64_t*>malloc((n + 1) * sizeof(int64_t))
@@ -292,23 +297,8 @@ cdef int _flatten(_Subsets b, list empty_moves, list char_moves, const int64_t[:
                         lo_cp = lo
                         hi_cp = hi + 1
                         # bisect_left(bounds, lo) .. bisect_left(bounds, hi + 1) - 1
-                        s0 = 0
-                        s1 = nb
-                        while s0 < s1:
-                            m = (s0 + s1) >> 1
-                            if bounds[m] < lo_cp:
-                                s0 = m + 1
-                            else:
-                                s1 = m
-                        a = s0
-                        s1 = nb
-                        while s0 < s1:
-                            m = (s0 + s1) >> 1
-                            if bounds[m] < hi_cp:
-                                s0 = m + 1
-                            else:
-                                s1 = m
-                        z = s0 - 1
+                        a = _bisect_left(&bounds[0], 0, nb, lo_cp)
+                        z = _bisect_left(&bounds[0], a, nb, hi_cp) - 1
                         if span_n > first and span[span_n - 1] + 1 == a:
                             span[span_n - 1] = <int32_t>z
                         else:
@@ -409,7 +399,7 @@ def subsets(list empty_moves, list char_moves, bounds, int start, int final, int
     if hook is not None:
         hook()
     size = _closure(b, &first_state, 1, stamp)
-    closed_sets.add(b.work, size, _hash_ints(b.work, size), 0)
+    closed_sets.add(b.work, size, hash_ints(b.work, size), 0)
     cdef int64_t n_states = 1, done = 0
     while done < n_states:
         if n_states > b.rows_cap:
@@ -475,7 +465,7 @@ def subsets(list empty_moves, list char_moves, bounds, int start, int final, int
             if not n_active:
                 continue
             _sort(b.active, n_active)
-            h = _hash_ints(b.active, n_active)
+            h = hash_ints(b.active, n_active)
             e = target_sets.find(b.active, n_active, h)
             if e >= 0:
                 d = target_sets.value[e]
@@ -484,11 +474,11 @@ def subsets(list empty_moves, list char_moves, bounds, int start, int final, int
                     hook()
                 stamp += 1
                 size = _closure(b, b.active, n_active, stamp)
-                m = closed_sets.find(b.work, size, _hash_ints(b.work, size))
+                m = closed_sets.find(b.work, size, hash_ints(b.work, size))
                 if m < 0:
                     if n_states >= max_states:
                         return None
-                    m = closed_sets.add(b.work, size, _hash_ints(b.work, size), 0)
+                    m = closed_sets.add(b.work, size, hash_ints(b.work, size), 0)
                     n_states += 1
                 d = <int32_t>m
                 target_sets.add(b.active, n_active, h, d)
@@ -597,7 +587,7 @@ cdef int64_t _continuation(_Utf8 u, int k, const int32_t* e, int64_t n_e) except
             key[1 + 3 * i] = e[4 * i + 1]
             key[2 + 3 * i] = e[4 * i + 2]
             key[3 + 3 * i] = e[4 * i + 3]
-        h = _hash_ints(key, key_n)
+        h = hash_ints(key, key_n)
         found = u.shared.find(key, key_n, h)
         if found >= 0:
             return u.shared.value[found]

@@ -35,6 +35,7 @@ import numpy as np
 
 from cfgmask._fast._types cimport int32_t, int64_t, uint8_t, uint64_t
 from cfgmask._fast._mem cimport grown, grow
+from cfgmask._fast._hash cimport hash_ints
 from cfgmask._fast._sync cimport (cfg_zalloc, cfg_zfree, cfg_rmutex_init,
                                   cfg_rmutex_lock, cfg_rmutex_unlock,
                                   cfg_rmutex_destroy, cfg_store_i32)
@@ -48,15 +49,6 @@ cdef inline uint64_t _hash_words(const uint64_t* w, int n) noexcept nogil:
         h *= 1099511628211ULL
         h ^= h >> 29
     return h
-
-
-cdef inline uint64_t _hash_key(const int32_t* k, int32_t n) noexcept nogil:
-    cdef uint64_t h = 14695981039346656037ULL ^ <uint64_t>n
-    cdef int32_t i
-    for i in range(n):
-        h ^= <uint32_t>k[i]
-        h *= 1099511628211ULL
-    return h ^ (h >> 31)
 
 
 cdef int _raise_too_many_states(int32_t limit) except -1 nogil:
@@ -373,7 +365,7 @@ cdef class LazyDFA:
 
     cdef int32_t _intern(self, const int32_t* key, int32_t n) except -2 nogil:
         """The state with key ``key[:n]``, created (with its accepting set) if new."""
-        cdef uint64_t h = _hash_key(key, n)
+        cdef uint64_t h = hash_ints(key, n)
         cdef int64_t mask = self.h_cap - 1
         cdef int64_t i = <int64_t>(h & <uint64_t>mask)
         cdef int32_t s, j, t, st, f
