@@ -25,11 +25,17 @@ normal state of a serving host.
 
 Targets (issue 26): idle, 2 threads <= 0.6x of 1 thread; busy, <= 1.1x.
 
+``--gap-ms G`` sleeps G ms between steps (not timed), as a server does while
+its forward pass runs: then the pool's workers are asleep at every fill and
+each one pays their wake-up; without it the fills come back to back, as for
+speculative decoding's draft positions or a CPU-side loop.
+
 Usage::
 
     python -m benchmarks.run_batch                 # 8, 16, 64 rows, idle and busy (about 1 min)
     python -m benchmarks.run_batch --rows 16 --settings busy
     python -m benchmarks.run_batch --json out.json
+    python -m benchmarks.run_batch --rows 16 --settings idle --gap-ms 2
     PYTHONPATH=DIR:. python -P -m benchmarks.run_batch   # the cfgmask built in DIR (-P: Python 3.11+)
 """
 
@@ -106,8 +112,9 @@ def _accepts(m, ids):
 class Batch:
     """``rows`` matchers, row ``r`` on document ``r`` from token ``(r * 5) % 17``."""
 
-    def __init__(self, compiled, docs, rows, steps):
+    def __init__(self, compiled, docs, rows, steps, gap=0.0):
         self.compiled = compiled
+        self.gap = gap                  # seconds between steps (a forward pass), not timed
         self.rows = rows
         self.steps = steps
         self.starts = [(r * 5) % 17 for r in range(rows)]
@@ -132,7 +139,15 @@ class Batch:
             total += time.perf_counter() - t0
             for m, d, s in zip(ms, self.docs, self.starts):
                 m.consume(d[s + k])
+            if self.gap:
+                _pause(self.gap)
         return total
+
+
+def _pause(seconds):
+    # sleep, as the caller of a server does while the forward pass runs: the
+    # pool's workers go to sleep too, so every fill pays their wake-up
+    time.sleep(seconds)
 
 
 def measure(batch, trials, min_trial_seconds=0.1):
@@ -164,18 +179,18 @@ def measure(batch, trials, min_trial_seconds=0.1):
             "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios)}
 
 
-def run(rows_list, settings, steps, trials, busy_seconds, min_trial_seconds=0.1):
+def run(rows_list, settings, steps, trials, busy_seconds, min_trial_seconds=0.1, gap_ms=0.0):
     compiled, docs = load()
     out = []
     for setting in settings:
         for rows in rows_list:
-            batch = Batch(compiled, docs, rows, steps)
+            batch = Batch(compiled, docs, rows, steps, gap_ms / 1e3)
             if setting == "busy":
                 with busy_cores(_cpus(), busy_seconds):
                     res = measure(batch, trials, min_trial_seconds)
             else:
                 res = measure(batch, trials, min_trial_seconds)
-            res.update(setting=setting, rows=rows, target=TARGETS[setting])
+            res.update(setting=setting, rows=rows, target=TARGETS[setting], gap_ms=gap_ms)
             out.append(res)
             print(_line(res), flush=True)
     return out
@@ -201,12 +216,16 @@ def main(argv=None):
                     help="fill time per thread count in one trial (replays repeated to reach it)")
     ap.add_argument("--busy-seconds", type=float, default=100.0,
                     help="the busy processes end by themselves after this long")
+    ap.add_argument("--gap-ms", type=float, default=0.0,
+                    help="sleep this long between steps, as a server waits for the forward pass "
+                         "(default 0: back-to-back fills, as in speculative decoding's draft positions)")
     ap.add_argument("--json", help="write the raw numbers here")
     a = ap.parse_args(argv)
     print(f"cfgmask {cfgmask.__file__}; {_cpus()} CPUs; SQL grammar, tekken 131k; "
-          f"{a.steps} steps x {a.trials} trials of >= {a.min_trial_seconds} s", flush=True)
+          f"{a.steps} steps x {a.trials} trials of >= {a.min_trial_seconds} s"
+          + (f"; {a.gap_ms} ms between steps" if a.gap_ms else ""), flush=True)
     print(HEADER, flush=True)
-    out = run(a.rows, a.settings, a.steps, a.trials, a.busy_seconds, a.min_trial_seconds)
+    out = run(a.rows, a.settings, a.steps, a.trials, a.busy_seconds, a.min_trial_seconds, a.gap_ms)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

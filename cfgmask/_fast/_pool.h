@@ -6,16 +6,22 @@
  * NEEDED libgomp.so.1 resolves to that copy -- so it cannot be set reliably
  * from here.  On a machine whose cores are busy, spinning workers and a
  * master spinning at the barrier took 3-30x the time of one thread
- * (docs/performance.md, "Batch fills").  This pool's workers never spin:
+ * (docs/performance.md, "Batch fills").  This pool's waits are bounded:
  *
  * - idle workers sleep on a condition variable; the caller posts a job,
  *   signals as many workers as it wants, and fills rows itself at once;
+ * - after a job a worker stays awake for 50 us, watching for the next one
+ *   and yielding its CPU every ~64 pauses: on this 2-vCPU VM a wake-up costs
+ *   the caller 4-8 us and the worker starts 20-30 us later, a tenth of a
+ *   16-row batch; batches that come back to back (a CPU-bound decoding loop)
+ *   skip both, and the yield hands a shared core to whoever needs it (a pure
+ *   pause loop took busy 8-row batches from 1.0x to 1.2x of one thread);
  * - rows are claimed one at a time from an atomic counter, so a worker the
  *   kernel has not scheduled yet takes no rows and the caller does them: the
  *   caller waits only for rows a worker has actually started;
  * - the caller waits for those awake for at most 20 us (a worker's last row
  *   usually ends within that, and a futex wake-up costs about a row), then on
- *   a condition variable; workers never spin;
+ *   a condition variable; workers never wait awake longer than 50 us;
  * - the counter carries the job number, so a worker that wakes late can never
  *   claim a row of a later job.
  *
@@ -30,6 +36,7 @@
 #define CFGMASK_POOL_H
 #include <Python.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <time.h>
@@ -40,6 +47,10 @@ typedef int (*cfg_task_fn)(void *ctx, int64_t i);  /* -1: a Python error is set 
 /* how long the caller waits awake for the workers' last rows (a bound in
  * time, not in iterations: a pause instruction takes 10-140 cycles by CPU) */
 #define CFG_POOL_CALLER_SPIN_NS 20000
+/* how long a worker stays awake after its job, watching for the next one */
+#ifndef CFG_POOL_WORKER_WATCH_NS
+#define CFG_POOL_WORKER_WATCH_NS 50000
+#endif
 
 static inline void cfg_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -69,6 +80,7 @@ typedef struct {
     uint64_t next;             /* (job number << 32) | next row to claim */
     int64_t finished;          /* rows of this job done */
     int waiting;               /* the caller sleeps on `done` */
+    int watching;              /* workers awake after a job, watching `gen` */
     int atfork;
 } cfg_pool_t;
 
@@ -87,6 +99,19 @@ static inline void cfg_pool_spin_until_finished(int64_t n) {
     }
 }
 
+/* Wait awake until job `seen` is no longer the latest, for at most
+ * CFG_POOL_WORKER_WATCH_NS. */
+static inline void cfg_pool_watch(uint64_t seen) {
+    int64_t end = cfg_now_ns() + CFG_POOL_WORKER_WATCH_NS;
+    for (int k = 1; __atomic_load_n(&cfg_pool.gen, __ATOMIC_ACQUIRE) == seen; k++) {
+        if ((k & 63) == 0) {
+            if (cfg_now_ns() >= end) return;
+            sched_yield();
+        }
+        cfg_cpu_relax();
+    }
+}
+
 static void cfg_pool_after_fork(void) {
     /* the workers did not survive the fork */
     pthread_mutex_init(&cfg_pool.m, NULL);
@@ -96,6 +121,7 @@ static void cfg_pool_after_fork(void) {
     cfg_pool.busy = 0;
     cfg_pool.waiting = 0;
     cfg_pool.want = 0;
+    cfg_pool.watching = 0;
 }
 
 static inline int cfg_pool_claim(uint32_t g, int64_t n, int64_t *out) {
@@ -131,8 +157,20 @@ static void *cfg_pool_main(void *arg) {
     uint64_t seen = 0;
     pthread_mutex_lock(&cfg_pool.m);
     for (;;) {
-        while (!(cfg_pool.busy && cfg_pool.gen != seen && cfg_pool.joined < cfg_pool.want))
+        int watched = 0;
+        while (!(cfg_pool.busy && cfg_pool.gen != seen && cfg_pool.joined < cfg_pool.want)) {
+            if (!watched && seen != 0 && CFG_POOL_WORKER_WATCH_NS > 0) {
+                /* once per job, stay awake a little for the next one */
+                watched = 1;
+                cfg_pool.watching++;
+                pthread_mutex_unlock(&cfg_pool.m);
+                cfg_pool_watch(seen);
+                pthread_mutex_lock(&cfg_pool.m);
+                cfg_pool.watching--;
+                continue;
+            }
             pthread_cond_wait(&cfg_pool.wake, &cfg_pool.m);
+        }
         seen = cfg_pool.gen;
         cfg_pool.joined++;
         cfg_task_fn fn = cfg_pool.fn;
@@ -206,7 +244,7 @@ static int cfg_pool_run(cfg_task_fn fn, void *ctx, int64_t n, int nt) {
         goto serial;
     }
     cfg_pool.busy = 1;
-    cfg_pool.gen++;
+    __atomic_store_n(&cfg_pool.gen, cfg_pool.gen + 1, __ATOMIC_RELEASE);
     g = (uint32_t)cfg_pool.gen;
     cfg_pool.fn = fn;
     cfg_pool.ctx = ctx;
@@ -215,12 +253,21 @@ static int cfg_pool_run(cfg_task_fn fn, void *ctx, int64_t n, int nt) {
     cfg_pool.want = want;
     cfg_pool.joined = 0;
     __atomic_store_n(&cfg_pool.next, ((uint64_t)g) << 32, __ATOMIC_RELEASE);
-    if (want >= cfg_pool.started) {
-        pthread_cond_broadcast(&cfg_pool.wake);
-    } else {
-        for (int k = 0; k < want; k++) pthread_cond_signal(&cfg_pool.wake);
-    }
+    int all = want >= cfg_pool.started;
+    /* workers watching `gen` see the job without a wake-up (a futex wake-up
+     * costs the caller 4-8 us here, and the woken worker starts 20-30 us
+     * later); one that stops watching now re-checks under the lock */
+    int sleeping = want - cfg_pool.watching;
     pthread_mutex_unlock(&cfg_pool.m);
+    /* signalled after the unlock: a worker woken under the lock would block on
+     * it at once and need a second wake-up (4 us on the caller's path here) */
+    if (sleeping > 0) {
+        if (all) {
+            pthread_cond_broadcast(&cfg_pool.wake);
+        } else {
+            for (int k = 0; k < sleeping; k++) pthread_cond_signal(&cfg_pool.wake);
+        }
+    }
     while (cfg_pool_claim(g, n, &i)) {
         if (fn(ctx, i) < 0) cfg_pool_clear_error();
         cfg_pool_row_done();
