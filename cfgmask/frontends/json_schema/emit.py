@@ -11,8 +11,9 @@ Layout (one whitespace style, see :data:`STYLES`):
 * a value position is one nonterminal per (conjunction, depth); depth only
   matters for ``pretty`` (indentation), capped at :data:`PRETTY_MAX_DEPTH`;
 * scalars are single terminals (a whole string literal ``"..."``, a number);
-  strings longer than :data:`MAX_STRING_DFA` characters are split into
-  64-character chunk lexemes between two quote lexemes;
+  a ``minLength`` above :data:`MAX_STRING_DFA` is split into 64-character
+  chunk lexemes between two quote lexemes; a long ``maxLength`` is a
+  character counter on the one string terminal (:func:`string_dfa`);
 * objects list the declared properties in schema order (each optional one may
   be skipped), then the additional properties, counted when
   ``minProperties``/``maxProperties`` need it; arrays count positions.
@@ -50,8 +51,13 @@ DEFAULT_STYLE = "compact"
 FLEXIBLE_MAX_RUN = 8          # at most this many whitespace characters in one place
 PRETTY_INDENT = 2
 PRETTY_MAX_DEPTH = 16         # deeper levels keep the indentation of this level
-MAX_STRING_DFA = 256          # longer maxLength: chunked, or counted with a pattern
+MAX_STRING_DFA = 256          # longer minLength alone: chunked; longer maxLength: counted
 COUNT_ABOVE = 20_000          # a maxLength whose product automaton would be bigger is counted
+# A plain maxLength above this is counted too: the lexer then keeps one state for every
+# position further than the longest token from the bound (LazyDFA's resaturation), where
+# the unrolled automaton has one per position and each first visit walks the whole trie
+# (2-3 ms on a 131k vocabulary: MaskBench's TBM p99.9 tail; its longest token is 76 bytes)
+COUNT_PLAIN_ABOVE = 96
 CHUNK = 64
 MAX_ITEMS_UNROLLED = 100_000
 
@@ -128,7 +134,8 @@ def string_dfa(st, norm, pins, canonical=False):
             # the product grows like (pattern states) x (hi + 1)
             pattern_states = max((d.n_states for d, _ in positives), default=0)
             too_big = (hi > 4 * MAX_STRING_DFA or
-                       positives and (hi > MAX_STRING_DFA or pattern_states * (hi + 1) > COUNT_ABOVE))
+                       positives and (hi > MAX_STRING_DFA or pattern_states * (hi + 1) > COUNT_ABOVE) or
+                       not positives and hi > COUNT_PLAIN_ABOVE)
             if too_big:
                 count_to, hi = hi, None
         if hi is None:
@@ -194,7 +201,9 @@ def _string_keyword(st):
 
 
 def needs_chunks(st):
-    long = st.hi > MAX_STRING_DFA if st.hi is not None else st.lo > MAX_STRING_DFA
+    # a long maxLength alone is a counter (string_dfa); chunks are for a long minLength,
+    # which a counter cannot express
+    long = st.lo > MAX_STRING_DFA
     return (long and not st.patterns and not st.formats
             and not st.not_patterns and not st.not_formats and not st.excluded)
 
@@ -413,6 +422,10 @@ class Builder:
                                 MAX_CHUNKED_LENGTH)
                     self._chunked(sym, alt.lo, alt.hi)
                     continue
+                if alt.hi is not None and alt.hi > MAX_STRING_DFA and not alt.patterns and not alt.formats:
+                    # a counter (string_dfa): the same ceiling as chunks, named the same way
+                    check_count("maxLength", alt.hi, display(alt.where + "/maxLength"),
+                                MAX_CHUNKED_LENGTH)
                 try:
                     res = string_dfa(alt, self.norm, self.pins, self.canonical)
                 except Unsupported as e:
