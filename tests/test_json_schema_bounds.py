@@ -349,3 +349,31 @@ def test_bad_compile_options_name_the_option(kw):
     with pytest.raises(ConfigurationError) as e:
         Grammar.from_json_schema({"type": "integer"}, **kw)
     assert name in str(e.value)
+
+
+@pytest.mark.parametrize("hi", [97, 150, 300, 1000])
+@pytest.mark.parametrize("where", ["top", "property"])
+def test_plain_max_length_is_a_counter_exact_at_its_bound(hi, where):
+    # a plain maxLength above emit.COUNT_PLAIN_ABOVE is a character counter (one lexer
+    # state for positions far from the bound): exact at the bound, escapes and
+    # multi-byte characters counted as one character each
+    string = {"type": "string", "maxLength": hi}
+    schema = string if where == "top" else {"type": "object", "properties": {"s": string},
+                                            "required": ["s"], "additionalProperties": False}
+    g = compile_schema(Grammar, schema)
+    c = compile_bytes(g)
+    assert any(c.lexer_spec.counted(t) for t in range(g.n_terminals))
+
+    def accepts(value):
+        text = json.dumps(value if where == "top" else {"s": value}, ensure_ascii=False,
+                          separators=(",", ":"))
+        m = c.matcher()
+        data = text.encode()
+        return m.consume_bytes(data) == len(data) and m.is_accepting()
+
+    unit = "aé\n€"                  # 1, 2, 2 (escaped) and 3 bytes: each one character
+    for n in (0, 1, hi - 1, hi, hi + 1, hi + 5):
+        value = (unit * (n // 4 + 1))[:n]
+        assert accepts(value) == (n <= hi), (hi, n)
+        # the oracle agrees on what the test asks
+        assert bool(jsonschema_errors(value if where == "top" else {"s": value}, schema)) == (n > hi)
