@@ -377,3 +377,33 @@ def test_plain_max_length_is_a_counter_exact_at_its_bound(hi, where):
         assert accepts(value) == (n <= hi), (hi, n)
         # the oracle agrees on what the test asks
         assert bool(jsonschema_errors(value if where == "top" else {"s": value}, schema)) == (n > hi)
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "number", "multipleOf": 1},
+    {"type": "number", "multipleOf": 2, "minimum": 3, "maximum": 8, "not": {"const": 6}},
+    {"type": ["integer", "number"], "multipleOf": 3},
+    {"type": "number", "multipleOf": 1, "not": {"multipleOf": 4}},
+])
+def test_integer_valued_multiple_of_on_a_number_takes_a_zero_fraction(schema):
+    # a number is a plain decimal (docs/json-schema.md): "6.0" spells the value 6, so an
+    # integer-valued multipleOf must not refuse it; the oracle is jsonschema on the value
+    c = compile_bytes(compile_schema(Grammar, schema))
+
+    def accepts(text):
+        m = c.matcher()
+        data = text.encode()
+        return m.consume_bytes(data) == len(data) and m.is_accepting()
+
+    for k in range(-2, 13):
+        for text in (f"{k}", f"{k}.0", f"{k}.00", f"{k}.5"):
+            valid = not jsonschema_errors(json.loads(text), schema) and text != "-0"
+            assert accepts(text) == valid, (schema, text)
+    assert not accepts("6.") and not accepts("6.0e0")
+
+
+def test_integer_type_stays_an_integer_literal():
+    # documented: an integer is written as an integer literal, in every draft
+    c = compile_bytes(compile_schema(Grammar, {"type": "integer", "multipleOf": 2}))
+    m = c.matcher()
+    assert m.consume_bytes(b"4.0") < 3

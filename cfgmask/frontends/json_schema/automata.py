@@ -43,6 +43,7 @@ from cfgmask.frontends.json_schema.errors import Unsupported
 
 __all__ = ["MAX_STATES", "bounded_string_dfa", "counted_string_dfa", "decimal_multiple_dfa",
            "empty_dfa", "integer_multiple_dfa", "intersect_all", "is_empty", "json_char_dfa",
+           "zero_fraction_dfa",
            "literal_set_dfa", "min_length_string_dfa", "product", "product_table", "subtract",
            "union"]
 
@@ -453,6 +454,29 @@ def integer_multiple_dfa(k, range_dfa, range_text, owner, description):
         cached = product(range_dfa, mod, "and", text)
     register_dfa(text, cached, owner)
     return cached, text
+
+
+def zero_fraction_dfa(dfa, text, owner):
+    """``dfa``'s integer texts, each also followed by ``.0``, ``.00``, ...: the spellings
+    of the same values as plain decimals (``6000.0`` for ``multipleOf: 1`` on a
+    ``number``).  Exact for any constraint on the value: a zero fraction does not
+    change it, and the fraction only follows an accepted integer text."""
+    key = f"(?#cfgmask automaton: zero fraction of {text})(?!)"
+    cached = find_dfa(key)
+    if cached is None:
+        n = dfa.n_states
+        trans = np.full((n + 2, 256), -1, np.int32)
+        trans[:n] = dfa.trans
+        dot, zeros = n, n + 1
+        # integer texts have no '.', so the new edge never meets an old one
+        assert not (dfa.trans[:, ord(".")] >= 0).any()
+        trans[np.flatnonzero(dfa.accepting), ord(".")] = dot
+        trans[dot, ord("0")] = zeros
+        trans[zeros, ord("0")] = zeros
+        accepting = np.concatenate([dfa.accepting, [False, True]])
+        cached = ByteDFA(trans, accepting, pattern=key)
+    register_dfa(key, cached, owner)
+    return cached, key
 
 
 def _decimal_mod_dfa(p, j):

@@ -255,7 +255,11 @@ def _number_dfa(num, pins):
         if ex:
             t = "(?:" + "|".join(N.canonical_regex(v) for v in ex) + ")"
             dfa, text = A.subtract(dfa, text, compile_regex(t, name="excluded"), t, pins)
-        return (dfa, text) if not A.is_empty(dfa) else None
+        if A.is_empty(dfa):
+            return None
+        if num.zero_fraction:
+            dfa, text = A.zero_fraction_dfa(dfa, text, pins)
+        return dfa, text
     plain = num.lo is not None or num.hi is not None or num.excluded or num.nonint or \
         num.multiple_of or num.not_multiple_of
     if not plain:

@@ -78,6 +78,7 @@ class Num:
 
     def __init__(self):
         self.integer = False
+        self.zero_fraction = False  # integer-valued, yet a number: "6000.0" spells a value too
         self.lo = self.hi = None           # Decimal bounds
         self.lo_excl = self.hi_excl = False
         self.multiple_of = []              # Decimals

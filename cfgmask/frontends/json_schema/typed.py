@@ -451,6 +451,8 @@ def _finish_number(num):
     """Normalise a :class:`Num` (integer-valued multipleOf, empty ranges); None if empty."""
     for m in num.multiple_of:
         if m == m.to_integral_value():
+            # a number type may still spell the value as a plain decimal (6000.0)
+            num.zero_fraction = num.zero_fraction or not num.integer
             num.integer = True
     if num.integer and num.nonint:
         return None
