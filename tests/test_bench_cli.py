@@ -103,6 +103,7 @@ def test_compare_api_same_sample_for_same_seed():
     (["bench", "json", "--tokenizer", "/no/such/tokenizer"], "--tokenizer"),
     (["bench", "json", "--whitespace", "compact"], "--whitespace"),
     (["bench", "--schema", "/no/such/schema.json"], "schema"),
+    (["bench", "json", "--schema-draft", "draft-07"], "--schema-draft"),
 ])
 def test_bench_bad_arguments_exit_2(capsys, argv, words):
     rc, out, err = _run(capsys, argv)
@@ -110,3 +111,20 @@ def test_bench_bad_arguments_exit_2(capsys, argv, words):
     assert "Traceback" not in err
     assert words in err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_bench_schema_draft(tmp_path, capsys):
+    # prefixItems is a keyword of 2020-12 only: under draft-07 "[1]" is an instance
+    _default_tokenizer()
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"type": "array", "prefixItems": [{"type": "string"}]}))
+    doc = tmp_path / "one.json"
+    doc.write_text("[1]")
+    rc, out, err = _run(capsys, ["bench", "--schema", str(schema), "--docs", str(doc), "--peers", ""])
+    assert rc == 2 and "one.json: not in the grammar" in err, err     # 2020-12: nothing to replay
+    rc, out, err = _run(capsys, ["bench", "--schema", str(schema), "--schema-draft", "draft-07",
+                                 "--docs", str(doc), "--peers", ""])
+    assert rc == 0, err
+    assert "draft-07" in out and "not in the grammar" not in out
+    rc, out, err = _run(capsys, ["bench", "--schema", str(schema), "--schema-draft", "draft-5"])
+    assert rc == 2 and "--schema-draft" in err and len(err.strip().splitlines()) == 1, err

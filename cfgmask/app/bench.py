@@ -150,12 +150,16 @@ def _encode(tok, text):
 class _Target:
     """The grammar under test: a Lark file or builtin name, or a JSON schema."""
 
-    def __init__(self, grammar=None, schema=None, whitespace=None):
+    def __init__(self, grammar=None, schema=None, whitespace=None, default_draft=None):
         from cfgmask.grammar import Grammar
         if (grammar is None) == (schema is None):
             raise ConfigurationError("bench takes a GRAMMAR or --schema FILE.json (one of them)")
         self.builtin = None
+        self.default_draft = None
         if schema is not None:
+            from cfgmask.app.schema_source import check_schema_draft
+            check_schema_draft(default_draft)     # a bad name: one line, before any work
+            self.default_draft = default_draft
             from cfgmask.frontends.json_schema.loader import read_schema
             if not str(schema).strip():
                 raise ConfigurationError("--schema: the path is empty")
@@ -165,10 +169,13 @@ class _Target:
             # flexible by default: the peers get flexible whitespace too, and a user's documents
             # are laid out any way
             self.whitespace = whitespace or "flexible"
-            self.label = f"schema {schema} ({self.whitespace} whitespace)"
+            self.label = f"schema {schema} ({self.whitespace} whitespace" + \
+                (f", {default_draft} unless $schema says otherwise)" if default_draft else ")")
             return
         if whitespace is not None:
             raise ConfigurationError("--whitespace is the JSON layout of --schema; it needs --schema")
+        if default_draft is not None:
+            raise ConfigurationError("--schema-draft is the draft of --schema; it needs --schema")
         self.kind = "lark"
         path = Path(grammar)
         if path.is_file():
@@ -189,7 +196,8 @@ class _Target:
     def cfgmask_grammar(self):
         from cfgmask.grammar import Grammar
         if self.kind == "schema":
-            return Grammar.from_json_schema(self.schema, whitespace=self.whitespace)
+            return Grammar.from_json_schema(self.schema, whitespace=self.whitespace,
+                                            default_draft=self.default_draft)
         return Grammar.from_file(self.path)
 
 
@@ -417,12 +425,15 @@ def _accepts(eng, compiled, ids):
 # ---------------------------------------------------------------- compare
 
 def compare(grammar=None, *, schema=None, tokenizer=None, docs=None, n=DEFAULT_DOCS, peers=None,
-            whitespace=None, seed=0, repeats=DEFAULT_REPEATS, max_tokens=DEFAULT_MAX_TOKENS, progress=None):
+            whitespace=None, seed=0, repeats=DEFAULT_REPEATS, max_tokens=DEFAULT_MAX_TOKENS, progress=None,
+            schema_draft=None):
     """Time to first mask and mask latency of cfgmask and the peers on one grammar and tokenizer.
 
     ``grammar``: a ``.lark`` path or builtin name; or ``schema``: a JSON Schema file
     (``whitespace``: cfgmask's JSON layout, default ``"flexible"`` as the peers get;
-    document files are read without surrounding whitespace).  ``tokenizer``: a
+    ``schema_draft``: cfgmask's draft for a schema without ``$schema``, as
+    ``Grammar.from_json_schema(default_draft=...)``; the peers read the schema
+    as they always do; document files are read without surrounding whitespace).  ``tokenizer``: a
     Hugging Face tokenizer/model directory or ``.gguf`` file (default: the
     default model's).
     ``docs``: document files; without them ``n`` documents are sampled by a
@@ -448,7 +459,7 @@ def compare(grammar=None, *, schema=None, tokenizer=None, docs=None, n=DEFAULT_D
         for p in docs:
             if not Path(p).is_file():
                 raise ConfigurationError(f"--docs: {p} is not a file")
-    target = _Target(grammar, schema, whitespace)
+    target = _Target(grammar, schema, whitespace, schema_draft)
     t0 = time.perf_counter()
     tok, tok_label = load_tokenizer(tokenizer)
     say(f"tokenizer {tok_label} read in {time.perf_counter() - t0:.1f} s")

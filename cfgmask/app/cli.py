@@ -553,7 +553,8 @@ def cmd_bench(args):
     from cfgmask.app import bench
     peers = None if args.peers is None else [x.strip() for x in args.peers.split(",") if x.strip()]
     res = bench.compare(args.grammar, schema=args.schema, tokenizer=args.tokenizer, docs=args.docs, n=args.n,
-                        peers=peers, whitespace=args.whitespace, seed=args.seed, progress=_err)
+                        peers=peers, whitespace=args.whitespace, seed=args.seed, progress=_err,
+                        schema_draft=args.schema_draft)
     print(bench.format_result(res))
     return EXIT_OK
 
@@ -741,6 +742,7 @@ def build_parser():
     p.add_argument("grammar", metavar="GRAMMAR", nargs="?",
                    help="a .lark file or a builtin name (json, sql, javascript)")
     _add_schema_args(p)
+    _add_schema_draft_arg(p)
     p.add_argument("--tokenizer", default=None, metavar="PATH",
                    help="Hugging Face tokenizer/model directory or .gguf file (default: the default model's)")
     p.add_argument("--docs", nargs="+", default=None, metavar="FILE",
