@@ -38,6 +38,9 @@ def main():
     here = os.path.dirname(os.path.abspath(cfgmask.__file__))
     if os.path.exists(os.path.join(here, "..", "setup.py")):
         sys.exit(f"wheel smoke: cfgmask was imported from a source tree ({here}), not from the wheel")
+    from cfgmask.frontends import lark_meta
+    if not os.path.isfile(lark_meta.TABLE_FILE):
+        sys.exit("wheel smoke: cfgmask/frontends/lark_meta_table.json is not in the wheel")
     vocab = byte_vocab()
     docs = {"json": '{"a": [1, 2.5, null]}', "sql": "SELECT a FROM t WHERE b = 1;",
             "javascript": "let x = 1;\n"}

@@ -49,6 +49,7 @@ import re
 from cfgmask.automata import parse_pattern, unescaped_characters
 from cfgmask.automata.reparse import parse as parse_regex
 from cfgmask.errors import GrammarError
+from cfgmask.frontends import lark_meta
 
 # lark itself (~35 ms to import) is imported inside the functions that use it: a
 # grammar the disk cache holds never needs it (frontends/grammar_cache.py)
@@ -96,7 +97,9 @@ def load(text, start, import_paths, source):
     from lark.load_grammar import load_grammar
 
     where = source or "grammar"
-    # before load_grammar: its first call builds Lark's lexer for .lark text (30 widths)
+    # before load_grammar: its first call builds Lark's parser for .lark text; the LALR
+    # table comes ready-made (lark_meta), the lexer's 30 terminal widths memoised
+    lark_meta.install()
     _memoise_lark_widths()
     try:
         loaded, used_files = load_grammar(text, source or "<string>", list(import_paths), False)
