@@ -765,9 +765,10 @@ def fill_rows(list cores, arr, int n_threads=0):
     where nothing is allowed, or -1.  An error in any row is raised after every
     row has finished.
 
-    The threads are a persistent pool that sleeps instead of spinning
-    (``_pool.h``), so a batch on a busy machine costs about what one thread
-    costs: rows go to whichever thread is running."""
+    The threads are a persistent pool that sleeps instead of spinning (a
+    worker stays awake, yielding, for at most 50 us after a batch: ``_pool.h``),
+    so a batch on a busy machine costs about what one thread costs: rows go to
+    whichever thread is running."""
     cdef Py_ssize_t n = len(cores)
     cdef Py_ssize_t i
     cdef uint32_t* base
