@@ -46,13 +46,8 @@ def _canonical(table):
 
 
 def test_stored_table_is_larks_own():
-    from lark.parsers.lalr_analysis import IntParseTable, LALR_Analyzer
     _lexer_conf, parser_conf = lark_meta.meta_confs()
-    analysis = LALR_Analyzer(parser_conf)
-    analysis.compute_lalr()
-    fresh = analysis.parse_table
-    if not isinstance(fresh, IntParseTable):
-        fresh = IntParseTable.from_ParseTable(fresh)
+    fresh = lark_meta.analyse(parser_conf)
     stored = lark_meta.table_from_json(_stored(), parser_conf.rules)
     assert _canonical(stored) == _canonical(fresh)
     assert len(stored.states) == len(fresh.states)

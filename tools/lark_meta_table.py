@@ -19,14 +19,8 @@ from cfgmask.frontends import lark_meta
 
 
 def main():
-    from lark.parsers.lalr_analysis import IntParseTable, LALR_Analyzer
     _lexer_conf, parser_conf = lark_meta.meta_confs()
-    analysis = LALR_Analyzer(parser_conf)
-    analysis.compute_lalr()
-    table = analysis.parse_table
-    if not isinstance(table, IntParseTable):
-        table = IntParseTable.from_ParseTable(table)
-    data = lark_meta.table_to_json(table, parser_conf.rules)
+    data = lark_meta.table_to_json(lark_meta.analyse(parser_conf), parser_conf.rules)
     if data is None:
         raise SystemExit("a reduction of Lark's meta grammar is by a rule outside its rule list")
     try:

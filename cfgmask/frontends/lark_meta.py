@@ -63,24 +63,49 @@ def meta_confs():
     return lexer_conf, parser_conf
 
 
+def analyse(parser_conf):
+    """Lark's own LALR analysis of ``parser_conf``, as an ``IntParseTable`` (what the
+    stored table replaces; the tool that writes it and the tests run this)."""
+    from lark.parsers.lalr_analysis import IntParseTable, LALR_Analyzer
+    analysis = LALR_Analyzer(parser_conf)
+    analysis.compute_lalr()
+    table = analysis.parse_table
+    return table if isinstance(table, IntParseTable) else IntParseTable.from_ParseTable(table)
+
+
 def table_to_json(parse_table, rules):
     """A Lark ``IntParseTable`` as plain data: a reduction names its rule by its
     index in ``rules``.  None when a reduction's rule is not among ``rules``."""
     from lark.parsers.lalr_analysis import Shift
     index = {r: i for i, r in enumerate(rules)}
+    # states numbered breadth first from the start states, tokens in sorted order, so
+    # that the file does not change with the hash seed of the process that wrote it
+    number = {}
+    queue = [parse_table.start_states[k] for k in sorted(parse_table.start_states)]
+    for s in queue:
+        if s not in number:
+            number[s] = len(number)
+            for token in sorted(parse_table.states[s]):
+                action, arg = parse_table.states[s][token]
+                if action is Shift and arg not in number:
+                    queue.append(arg)
+    for s in parse_table.states:          # none expected: every state is reached from a start
+        number.setdefault(s, len(number))
     states = {}
-    for s, actions in parse_table.states.items():
+    for s, actions in sorted(parse_table.states.items(), key=lambda kv: number[kv[0]]):
         row = {}
-        for token, (action, arg) in actions.items():
+        for token in sorted(actions):
+            action, arg = actions[token]
             if action is Shift:
-                row[token] = [0, arg]
+                row[token] = [0, number[arg]]
             elif arg in index:
                 row[token] = [1, index[arg]]
             else:
                 return None
-        states[str(s)] = row
-    return {"states": states, "start_states": parse_table.start_states,
-            "end_states": parse_table.end_states}
+        states[str(number[s])] = row
+    return {"states": states,
+            "start_states": {k: number[v] for k, v in parse_table.start_states.items()},
+            "end_states": {k: number[v] for k, v in parse_table.end_states.items()}}
 
 
 def table_from_json(data, rules):
