@@ -407,3 +407,30 @@ def test_integer_type_stays_an_integer_literal():
     c = compile_bytes(compile_schema(Grammar, {"type": "integer", "multipleOf": 2}))
     m = c.matcher()
     assert m.consume_bytes(b"4.0") < 3
+
+
+@pytest.mark.parametrize("bounds", [
+    {"minimum": 0}, {"exclusiveMinimum": 0}, {"maximum": 0}, {"exclusiveMaximum": 0},
+    {"minimum": 0, "maximum": 0}, {"minimum": -0.0},
+])
+def test_zero_bounds_take_every_spelling(bounds):
+    # a bound of zero is a sign, which an exponent cannot change: every RFC 8259
+    # spelling of a value on the right side (zero never with a minus, by style)
+    schema = {"type": "number", **bounds}
+    c = compile_bytes(compile_schema(Grammar, schema))
+
+    def accepts(text):
+        m = c.matcher()
+        data = text.encode()
+        return m.consume_bytes(data) == len(data) and m.is_accepting()
+
+    from decimal import Decimal
+    for text in ("0", "0.0", "0e5", "0.00E-3", "-0", "-0.0", "1", "1e-05", "1E+2", "0.5",
+                 "0.05e3", "-1", "-1e-05", "-0.5E2", "12.50e1", "00", "1.", ".5", "1e", "-"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        valid = value is not None and not jsonschema_errors(value, schema) and \
+            not (text.startswith("-") and Decimal(text) == 0)
+        assert accepts(text) == valid, (bounds, text)

@@ -264,6 +264,9 @@ def _number_dfa(num, pins):
         num.multiple_of or num.not_multiple_of
     if not plain:
         return compile_regex(N.NUMBER, name="number"), N.NUMBER
+    sign_only = N.sign_bound_regex(num)
+    if sign_only is not None:
+        return compile_regex(sign_only, name="number"), sign_only
     text = N.decimal_range_regex(num.lo, num.lo_excl, num.hi, num.hi_excl)
     if text is None:
         return None

@@ -4,8 +4,10 @@ The number *style* (docs/json-schema.md): an ``integer`` is written as an
 integer literal ``-?(0|[1-9][0-9]*)``; a ``number`` with no bound is any RFC
 8259 number; a ``number`` with a bound is written in plain decimal notation
 ``-?(0|[1-9][0-9]*)(\\.[0-9]+)?`` (no exponent: comparing ``m·10^e`` with a
-bound needs the value of ``e``, which no finite automaton can track).  Zero is
-never written with a minus sign.  ``const``/``enum`` numbers are spelled
+bound needs the value of ``e``, which no finite automaton can track), except
+where every bound is zero (``minimum: 0``): a sign is the whole comparison, so
+every RFC 8259 spelling is allowed (:func:`sign_bound_regex`).  Zero is never
+written with a minus sign.  ``const``/``enum`` numbers are spelled
 canonically (:func:`canonical`): integral values without a fraction, others
 as the shortest plain decimal.
 
@@ -25,6 +27,34 @@ from cfgmask.frontends.json_schema.strings import split_fixed
 INTEGER = "(?:0|-?[1-9][0-9]*)"
 NUMBER = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 PLAIN_DECIMAL = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?"
+
+
+# the spellings of zero, and of a value above zero, with an exponent allowed
+_ZERO = "0(?:\\.0+)?(?:[eE][+-]?[0-9]+)?"
+_POSITIVE = ("(?:[1-9][0-9]*(?:\\.[0-9]+)?|0\\.0*[1-9][0-9]*)(?:[eE][+-]?[0-9]+)?")
+
+
+def sign_bound_regex(num):
+    """The numbers of a :class:`~.nodes.Num` whose only bounds are zero (``minimum:
+    0``, ``exclusiveMaximum: 0``, ...), in every RFC 8259 spelling, exponents
+    included: an exponent cannot change a sign, so none of the plain-decimal
+    restriction is needed.  None for any other constraint.  Zero is still never
+    written with a minus sign."""
+    if (num.integer or num.multiple_of or num.not_multiple_of or num.excluded or num.nonint
+            or (num.lo is None and num.hi is None)
+            or any(b is not None and b != 0 for b in (num.lo, num.hi))):
+        return None
+    parts = []
+    if num.hi is None or num.hi > 0 or not num.hi_excl:          # values >= 0 allowed
+        if num.lo is None or not num.lo_excl:
+            parts.append(_ZERO)
+    if num.hi is None:
+        parts.append(_POSITIVE)
+    if num.lo is None:
+        parts.append("-" + _POSITIVE)
+    if not parts:
+        return None
+    return "(?:" + "|".join(parts) + ")"
 
 
 def to_decimal(x):
