@@ -31,11 +31,12 @@ import gc
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.fresh_process import run_fresh
 
 HERE = Path(__file__).resolve()
 
@@ -75,15 +76,8 @@ def child_grammar(dump, grammar, mode):
 
 
 def _run(tree, args):
-    env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()), CFGMASK_CACHE="1")
-    env.pop("CFGMASK_PURE_AUTOMATA", None)
-    with tempfile.TemporaryDirectory() as d:
-        env["CFGMASK_CACHE_DIR"] = d
-        r = subprocess.run([sys.executable, str(HERE), "--child"] + args, env=env,
-                           capture_output=True, text=True, cwd=d)
-    if r.returncode:
-        sys.exit(f"{tree}: child failed:\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_fresh([str(HERE), "--child"] + args, pythonpath=Path(tree).resolve(),
+                     env_unset=("CFGMASK_PURE_AUTOMATA",), what=f"{tree}: child")
 
 
 def _median(runs, f):

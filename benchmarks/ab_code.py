@@ -33,11 +33,11 @@ import gc
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.fresh_process import run_fresh
 
 HERE = Path(__file__).resolve()
 CORPORA = Path(os.environ.get("CFGMASK_CORPORA", HERE.parent.parent.parent / "shared" / "corpora"))
@@ -134,15 +134,9 @@ def child(grammars, n_docs, rounds_warm):
 
 
 def _run(tree, args):
-    env = dict(os.environ, PYTHONPATH=str(Path(tree).resolve()), CFGMASK_CACHE="1")
-    with tempfile.TemporaryDirectory() as d:
-        env["CFGMASK_CACHE_DIR"] = d
-        r = subprocess.run([sys.executable, str(HERE), "--child", "--grammars", args.grammars,
-                            "--docs", str(args.docs), "--rounds-warm", str(args.rounds_warm)],
-                           env=env, capture_output=True, text=True, cwd=d)
-    if r.returncode:
-        sys.exit(f"{tree}: child failed:\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_fresh([str(HERE), "--child", "--grammars", args.grammars, "--docs", str(args.docs),
+                      "--rounds-warm", str(args.rounds_warm)],
+                     pythonpath=Path(tree).resolve(), what=f"{tree}: child")
 
 
 def main(argv=None):

@@ -26,11 +26,12 @@ import gc
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from benchmarks.fresh_process import run_fresh
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
@@ -91,17 +92,8 @@ def child(dump, grammar, slices):
 
 
 def _run(pure, args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), CFGMASK_CACHE="1")
-    env.pop(PURE_ENV, None)
-    if pure:
-        env[PURE_ENV] = "1"
-    with tempfile.TemporaryDirectory() as d:
-        env["CFGMASK_CACHE_DIR"] = d
-        r = subprocess.run([sys.executable, str(HERE), "--child"] + args, env=env,
-                           capture_output=True, text=True, cwd=d)
-    if r.returncode:
-        sys.exit(f"child failed:\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_fresh([str(HERE), "--child"] + args, pythonpath=ROOT, env_unset=(PURE_ENV,),
+                     env_set={PURE_ENV: "1"} if pure else None)
 
 
 def main(argv=None):

@@ -21,9 +21,12 @@ Usage::
 
 import argparse
 import statistics
-import subprocess
 import sys
-import tempfile
+from pathlib import Path
+
+from benchmarks.fresh_process import run_fresh
+
+ROOT = Path(__file__).resolve().parent.parent
 
 _CHILD = r"""
 import sys, time
@@ -40,13 +43,8 @@ print(time.perf_counter() - t0)
 
 
 def one(mode, grammar):
-    with tempfile.TemporaryDirectory() as cache:
-        r = subprocess.run([sys.executable, "-c", _CHILD, mode, grammar], capture_output=True,
-                           text=True, env={"CFGMASK_CACHE_DIR": cache, "PATH": "/usr/bin:/bin"},
-                           timeout=600)
-    if r.returncode != 0:
-        raise SystemExit(r.stderr[-2000:])
-    return float(r.stdout.strip())
+    return float(run_fresh(["-c", _CHILD, mode, str(Path(grammar).resolve())], pythonpath=ROOT,
+                           what=f"{mode} child"))
 
 
 def main(argv=None):

@@ -45,9 +45,8 @@ def sign_bound_regex(num):
             or any(b is not None and b != 0 for b in (num.lo, num.hi))):
         return None
     parts = []
-    if num.hi is None or num.hi > 0 or not num.hi_excl:          # values >= 0 allowed
-        if num.lo is None or not num.lo_excl:
-            parts.append(_ZERO)
+    if not (num.hi is not None and num.hi_excl) and not (num.lo is not None and num.lo_excl):
+        parts.append(_ZERO)
     if num.hi is None:
         parts.append(_POSITIVE)
     if num.lo is None:
