@@ -221,6 +221,8 @@ def main(argv=None):
                          "(default 0: back-to-back fills, as in speculative decoding's draft positions)")
     ap.add_argument("--json", help="write the raw numbers here")
     a = ap.parse_args(argv)
+    if not 0 <= a.gap_ms <= 10_000:
+        ap.error(f"--gap-ms must be between 0 and 10000, got {a.gap_ms}")
     print(f"cfgmask {cfgmask.__file__}; {_cpus()} CPUs; SQL grammar, tekken 131k; "
           f"{a.steps} steps x {a.trials} trials of >= {a.min_trial_seconds} s"
           + (f"; {a.gap_ms} ms between steps" if a.gap_ms else ""), flush=True)
