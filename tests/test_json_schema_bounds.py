@@ -402,6 +402,75 @@ def test_integer_valued_multiple_of_on_a_number_takes_a_zero_fraction(schema):
     assert not accepts("6.") and not accepts("6.0e0")
 
 
+D4 = "http://json-schema.org/draft-04/schema#"
+
+
+@pytest.mark.parametrize("schema, typed", [
+    ({"const": 1}, False),
+    ({"enum": [0, 2.0, 1.5, "x"]}, False),
+    ({"$schema": D4, "enum": [1, 7]}, False),
+    ({"$schema": D4, "type": "integer", "enum": [1, 7]}, True),
+    ({"$schema": D4, "type": ["integer", "string"], "enum": [1, "a"]}, True),
+    ({"$schema": D4, "type": ["integer", "number"], "enum": [1, 7]}, False),
+    ({"type": "integer", "const": 7}, True),
+    ({"type": "number", "const": 7}, False),
+    ({"$schema": D4, "enum": [1, 7], "allOf": [{"type": "integer"}]}, True),
+    ({"$schema": D4, "enum": [1, 7, "a"], "not": {"type": "integer"}}, True),
+    ({"enum": [7, 1], "not": {"const": 7.0}}, False),
+    ({"oneOf": [{"const": 1}, {"type": "integer", "minimum": 1}]}, True),
+    ({"enum": [9007199254740993]}, True),
+])
+def test_integer_valued_constants_take_a_zero_fraction_unless_typed(schema, typed):
+    # MaskBench's `0.0` for const 0: a constant is its value, so `7.0` is `7` -- except
+    # where a `type` leaves out number (draft-04 does not count `7.0` as an integer,
+    # and an integer is an integer literal in every draft) or a double would round it;
+    # oracle: jsonschema
+    c = compile_bytes(compile_schema(Grammar, schema))
+
+    def accepts(text):
+        m = c.matcher()
+        data = text.encode()
+        return m.consume_bytes(data) == len(data) and m.is_accepting()
+
+    for base in ("0", "1", "7", "2", "1.5", "9007199254740993"):
+        for text in (base, "-" + base, base + ".0", base + ".00", base + "e0", "-" + base + ".0"):
+            if text.startswith("-0") or text.count(".") > 1:
+                continue   # zero is never written -0 (docs/json-schema.md); not JSON
+            valid = not jsonschema_errors(json.loads(text), schema)
+            got = accepts(text)
+            assert not got or valid, ("hole", schema, text)
+            spelled = text.lstrip("-") == base or not typed and "e" not in text and \
+                "." not in base and len(base) < 16
+            if valid and spelled:
+                assert got, ("refused", schema, text)
+
+
+@pytest.mark.parametrize("schema, draft6", [
+    ({"allOf": [{"enum": [{"a": 0.0}]}, {"not": {"enum": [{"a": False}]}}]}, True),
+    ({"enum": [[1, {"b": 2}], "x"]}, True),
+    ({"$schema": D4, "enum": [{"a": 1}], "properties": {"a": {"type": "integer"}}}, False),
+    ({"$schema": D4, "enum": [[1, {"b": 2}]]}, False),
+])
+def test_integer_valued_numbers_inside_constants(schema, draft6):
+    # MaskBench's {"a": 0.0} for enum [{"a": 0.0}]: from draft-06 on 1.0 is an integer
+    # everywhere, so a nested constant number takes a zero fraction; in draft-04 a
+    # sibling `properties` may type it integer, so it stays canonical; oracle: jsonschema
+    c = compile_bytes(compile_schema(Grammar, schema))
+
+    def accepts(text):
+        m = c.matcher()
+        data = text.encode()
+        return m.consume_bytes(data) == len(data) and m.is_accepting()
+
+    for text in ('{"a":0}', '{"a":0.0}', '{"a":1}', '{"a":1.00}', '{"a":1.5}', '{"a":false}',
+                 '[1,{"b":2}]', '[1.0,{"b":2.0}]', '[1,{"b":2.5}]', '[1e0,{"b":2}]', '"x"'):
+        valid = not jsonschema_errors(json.loads(text), schema)
+        got = accepts(text)
+        assert not got or valid, ("hole", schema, text)
+        if valid and "e" not in text and (draft6 or "." not in text):
+            assert got, ("refused", schema, text)
+
+
 def test_integer_type_stays_an_integer_literal():
     # documented: an integer is written as an integer literal, in every draft
     c = compile_bytes(compile_schema(Grammar, {"type": "integer", "multipleOf": 2}))

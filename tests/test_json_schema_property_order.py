@@ -98,3 +98,26 @@ def test_written_order_is_llguidances():
             assert not m.is_error(), m.get_error()
             got.append(all(m.consume_token(b) for b in _compact(d).encode()) and m.is_accepting())
         assert got == written, schema
+
+
+def test_a_oneof_tag_split_keeps_the_written_order():
+    # MaskBench o25692: a oneOf split by its tag `t` (its cases overlap) must not move
+    # `t` ahead of the properties written before it: the tag stands where the cases
+    # declare it, here last
+    items = {"type": "array", "items": {"enum": ["s", "m"]}, "minItems": 1}
+    schema = {
+        "type": "object", "required": ["n"], "properties": {"n": {"type": "string"}},
+        "oneOf": [{"$ref": "#/$defs/changed"}, {"$ref": "#/$defs/error"}],
+        "$defs": {
+            "changed": {"required": ["st"], "properties": {"st": {"enum": ["ch"]}},
+                        "oneOf": [{"$ref": "#/$defs/M"}, {"$ref": "#/$defs/L"}, {"$ref": "#/$defs/D"}]},
+            "error": {"required": ["st", "e"], "properties": {"st": {"enum": ["err"]}, "e": {"type": "string"}}},
+            "M": {"required": ["c", "t"], "properties": {"c": items, "t": {"enum": ["f", "d"]}}},
+            "L": {"required": ["c", "t"], "properties": {"c": items, "t": {"enum": ["l"]}}},
+            "D": {"required": ["c"], "properties": {"c": {"enum": [["x"]]}}}}}
+    c = compile_bytes(compile_schema(Grammar, schema))
+    docs = [{"n": "a", "st": "ch", "c": ["s"], "t": "f"}, {"n": "a", "st": "ch", "c": ["m"], "t": "l"},
+            {"n": "a", "st": "ch", "c": ["x"]}, {"n": "a", "st": "err", "e": "x"},
+            {"n": "a", "st": "ch", "t": "f", "c": ["s"]}, {"t": "f", "n": "a", "st": "ch", "c": ["s"]},
+            {"n": "a", "st": "ch", "c": ["s"]}]
+    assert [accepts(c, _compact(d)) for d in docs] == [True] * 4 + [False] * 3

@@ -236,8 +236,9 @@ class CaseSplits:
         self.budget.charge(len(cases), "oneOf", display(child(p, "oneOf")))
         alts = []
         for schema, truth in cases:
+            # "tag(": these cases take their place last in property order (typed._written_key)
             prefix = list(base) + [self.doc.add_synthetic(
-                f"case({json.dumps(schema, sort_keys=True)})", schema)]
+                f"tag({json.dumps(schema, sort_keys=True)})", schema)]
             sure = [i for i in range(n) if truth[i] is True]
             idx = [i for i in range(n) if truth[i] is None]
             if len(sure) >= 2:

@@ -443,7 +443,7 @@ class Builder:
                 if not A.is_empty(res[0]):
                     self.rule(sym, [self._scalar(res, "STRING")])
             elif k == "lit":
-                self._literals(sym, alt.values, depth)
+                self._literals(sym, alt.values, depth, alt.zero_fraction, alt.nested_zero_fraction)
             elif k == "obj":
                 self._object(sym, alt, depth)
             elif k == "arr":
@@ -490,7 +490,7 @@ class Builder:
             k += 1
 
     # ---- literals
-    def _literals(self, sym, values, depth):
+    def _literals(self, sym, values, depth, zero_fraction=False, nested_zero_fraction=False):
         strs = [v for v in values if isinstance(v, str)]
         nums = [v for v in values if json_type(v) == "number"]
         if strs:
@@ -500,7 +500,7 @@ class Builder:
             dfa, text = A.literal_set_dfa(strs, canonical=self.canonical)
             self.rule(sym, [self.term(text, "LITERAL")])
         if nums:
-            texts = sorted({N.canonical_regex(v) for v in nums})
+            texts = sorted({N.constant_regex(v, zero_fraction) for v in nums})
             text = texts[0] if len(texts) == 1 else "(?:" + "|".join(texts) + ")"
             self.rule(sym, [self.term(text, "LITERAL_NUMBER")])
         for v in values:
@@ -510,12 +510,12 @@ class Builder:
             elif t == "boolean":
                 self.rule(sym, [self.term("true" if v else "false", "TRUE" if v else "FALSE")])
             elif t in ("object", "array"):
-                self.rule(sym, [self._literal_value(v, depth)])
+                self.rule(sym, [self._literal_value(v, depth, nested_zero_fraction)])
 
-    def _literal_value(self, v, depth):
+    def _literal_value(self, v, depth, zero_fraction=False):
         t = json_type(v)
         depth = self._depth(depth)
-        key = ("lit", json.dumps(v, sort_keys=False), depth)
+        key = ("lit", json.dumps(v, sort_keys=False), depth, zero_fraction)
         sym, new = self.nt(key, f"literal_{len(self.nt_names)}")
         if not new:
             return sym
@@ -523,7 +523,7 @@ class Builder:
             self.rule(sym, [self.term(A.literal_set_dfa([v], canonical=self.canonical)[1],
                                       "LITERAL")])
         elif t == "number":
-            self.rule(sym, [self.term(N.canonical_regex(v), "LITERAL_NUMBER")])
+            self.rule(sym, [self.term(N.constant_regex(v, zero_fraction), "LITERAL_NUMBER")])
         elif t == "null":
             self.rule(sym, [self.term("null", "NULL")])
         elif t == "boolean":
@@ -537,7 +537,7 @@ class Builder:
                     if i:
                         body.append(self.punct(depth, "comma"))
                     body += [self.key(name), self.punct(depth, "colon"),
-                             self._literal_value(x, depth + 1)]
+                             self._literal_value(x, depth + 1, zero_fraction)]
                 body.append(self.punct(depth, "close_obj"))
                 self.rule(sym, body)
         else:
@@ -548,7 +548,7 @@ class Builder:
                 for i, x in enumerate(v):
                     if i:
                         body.append(self.punct(depth, "comma"))
-                    body.append(self._literal_value(x, depth + 1))
+                    body.append(self._literal_value(x, depth + 1, zero_fraction))
                 body.append(self.punct(depth, "close_arr"))
                 self.rule(sym, body)
         return sym

@@ -54,11 +54,17 @@ def with_skip(pointer_skip, *keywords):
 # ------------------------------------------------------------------- IR
 
 class Lit:
-    """A finite set of JSON values."""
+    """A finite set of JSON values.  An integer-valued number among them may also be
+    spelled with a zero fraction (``1.0`` for ``1``) where ``zero_fraction`` says so: no
+    ``type`` in the conjunction leaves out ``number`` (draft-04 does not count ``1.0`` as
+    an ``integer``); inside an array or object value where ``nested_zero_fraction`` says
+    so: the conjunction is read in draft-06 or later (where ``1.0`` is an ``integer``)."""
     kind = "lit"
 
-    def __init__(self, values):
+    def __init__(self, values, zero_fraction=False, nested_zero_fraction=False):
         self.values = values
+        self.zero_fraction = zero_fraction
+        self.nested_zero_fraction = nested_zero_fraction
 
 
 class Null:

@@ -203,7 +203,7 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
             return []
         lit = self._literals(atoms, key)
         if lit is not None:
-            return [Lit(lit)] if lit else []
+            return [Lit(lit, *self._zero_fractions(atoms))] if lit else []
         if self._contradictory(atoms):
             return []  # pruned before splitting further (or building an empty object)
         if split is not None:
@@ -368,6 +368,21 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
             if self._valid_all(v, flat):
                 out.append(v)
         return out
+
+    def _zero_fractions(self, atoms):
+        """:class:`~.nodes.Lit`'s ``(zero_fraction, nested_zero_fraction)`` for the
+        constants of ``atoms``.  A ``type`` that leaves out ``number`` (handled by a
+        split or not) keeps an integer constant an integer literal; a draft-04 atom keeps
+        the numbers inside a constant array or object canonical (its ``properties`` may
+        say ``integer``, which does not take ``1.0`` there)."""
+        top = nested = True
+        for a in atoms:
+            s, p, _ = self.schema(a)
+            if isinstance(s, dict) and "type" in s:
+                t = s["type"]
+                top = top and (t == "number" or isinstance(t, list) and "number" in t)
+            nested = nested and self.doc.draft_at(p).number >= 6
+        return top, nested
 
     def _valid_all(self, v, key):
         for a in key:

@@ -87,6 +87,17 @@ def canonical_regex(x):
     return canonical(x).replace(".", "\\.")
 
 
+def constant_regex(x, zero_fraction=False):
+    """The spellings of the number constant ``x``: :func:`canonical_regex`, and with
+    ``zero_fraction`` an integer value's zero fractions too (``1``, ``1.0``, ``1.00``).
+    Only below 2**53: a JSON reader that parses ``N.0`` as a double rounds a larger
+    ``N``, and would no longer find it equal to the constant."""
+    text = canonical_regex(x)
+    if zero_fraction and "." not in text and abs(int(text)) < 2 ** 53:
+        return text + "(?:\\.0+)?"
+    return text
+
+
 def _digit_class(a, b):
     return str(a) if a == b else f"[{a}-{b}]"
 

@@ -251,11 +251,14 @@ class TypedIntersection:
             return (float("inf"),)
         if p.startswith("!") and "/" not in p:
             # a compiler-written schema stands where the schema it negates is
-            # written; the cases it writes (tagged unions, dependencies) first
+            # written; the cases of a oneOf's tag split last, so the tag takes the
+            # place the oneOf's own cases give it (MaskBench o25692 declares it
+            # last); other cases (if dispatch, dependencies: the trigger before
+            # what it requires) first
             desc = self.doc.synthetic_desc.get(p, "")
             if desc.startswith("not(") and desc.endswith(")"):
                 return self._written_key(desc[4:-1], depth + 1)
-            return ()
+            return (float("inf"),) if desc.startswith("tag(") else ()
         head, _, last = p.rpartition("/")
         try:
             node = self.doc.get(head)
