@@ -121,3 +121,30 @@ def test_a_oneof_tag_split_keeps_the_written_order():
             {"n": "a", "st": "ch", "t": "f", "c": ["s"]}, {"t": "f", "n": "a", "st": "ch", "c": ["s"]},
             {"n": "a", "st": "ch", "c": ["s"]}]
     assert [accepts(c, _compact(d)) for d in docs] == [True] * 4 + [False] * 3
+
+
+def _grammar_text(schema):
+    g = compile_schema(Grammar, schema)
+    return g.rules_text() + "\n".join(g.terminal_patterns)
+
+
+@pytest.mark.parametrize("schema", [
+    # a place reached in the document before a $ref inside it reaches it again: its
+    # written key follows the $ref round the loop until the depth guard cuts it
+    {"properties": {"a": {"properties": {"x": INT, "b": {"$ref": "#/properties/a"}},
+                          "allOf": [{"properties": {"y": INT}}]},
+                    "c": {"$ref": "#/properties/a/properties/b"}}},
+    # objects nested through $refs 30 deep: chains of about 90 links, longer than
+    # the guard, each level also with an allOf
+    {"$ref": "#/$defs/d0", "$defs": {**{f"d{i}": {
+        "allOf": [{"properties": {f"q{i}": INT}}],
+        "properties": {f"p{i}": {"$ref": f"#/$defs/d{i + 1}"}, f"r{i}": INT}} for i in range(30)},
+        "d30": {"properties": {"z": INT}}}},
+])
+def test_written_keys_memoised_equal_the_walk(schema, monkeypatch):
+    # typed._written keeps keys by pointer (or pointer and depth where the guard cut
+    # them); the grammar must be the one the plain walk gives
+    from cfgmask.frontends.json_schema.normalize import Normalizer
+    memoised = _grammar_text(schema)
+    monkeypatch.setattr(Normalizer, "_written", lambda self, p, depth: self._written_of(p, depth))
+    assert _grammar_text(schema) == memoised

@@ -128,6 +128,7 @@ class SchemaDoc:
         self.draft_of = {}    # pointer -> Draft of the schema there (schema positions)
         self._got = {}        # pointer -> schema (get's memo)
         self._views = {}      # pointer -> schema as its draft reads it (schema_at's memo)
+        self._in_place = False  # some schema holds $ref or an in-place applicator
         self._index(root, "", DEFAULT_BASE, self.draft)
 
     # ---- indexing ids, anchors and drafts
@@ -153,6 +154,8 @@ class SchemaDoc:
         if isinstance(anchor, str):
             self.anchors[urldefrag(base)[0] + "#" + anchor] = pointer
         self.base_of[pointer] = base
+        if not self._in_place and ("$ref" in s or not IN_PLACE.isdisjoint(s)):
+            self._in_place = True
         for k, kind in draft.subschema_keywords(s):
             v = s[k]
             if kind in ("map", "dependencies") and isinstance(v, dict):
@@ -280,6 +283,8 @@ class SchemaDoc:
         9.4.1) and every validator loops on it.  The walk is iterative: deep
         documents must not raise RecursionError here.
         """
+        if not self._in_place:
+            return  # no in-place edge anywhere (a place only $ref reaches needs a $ref)
         reached, edges = self._in_place_graph()
         state = {}   # pointer -> 1 on the DFS stack, 2 done
         height = {}  # pointer -> longest in-place chain starting there

@@ -76,6 +76,7 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
                                      f"{', '.join(PROPERTY_ORDERS)}")
         self.property_order = property_order
         self._ref_from = {}      # $ref target -> (pointer, "$ref") where it was first reached
+        self._written_memo = {}  # pointer -> (written key, links): typed._written (cleared when _ref_from grows)
         self.budget = budget if budget is not None else Budget(None, None)
         self.loosened = []       # (keyword, pointer, why) when strict=False
         doc.check_cycles()  # before anything follows $ref in place
@@ -137,7 +138,9 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
                                    f"a boolean", where=display(p), construct="schema")
             if "$ref" in s:
                 target = self.doc.resolve(p, s["$ref"])
-                self._ref_from.setdefault(target, (p, "$ref"))
+                if target not in self._ref_from:
+                    self._ref_from[target] = (p, "$ref")
+                    self._written_memo.clear()  # a place's written key may follow it now
                 work.append(target)
             if "x-cfgmask-ptr" in s:
                 work.append(s["x-cfgmask-ptr"])

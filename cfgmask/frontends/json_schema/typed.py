@@ -241,14 +241,36 @@ class TypedIntersection:
     def _written_key(self, p, depth=0):
         """Where the schema at ``p`` is written: the key and item indices on the
         way from the root, a ``$ref`` target standing where the ``$ref`` that
-        first reached it is written (``property_order="written"``)."""
-        if p in self._ref_from and depth < 64:
+        first reached it is written (``property_order="written"``); a chain
+        longer than ``WRITTEN_DEPTH`` links ends in ``inf`` (the cycle guard)."""
+        return self._written(p, depth)[0]
+
+    def _written(self, p, depth):
+        # (key, links followed), memoised: sorting sources asks for the same
+        # ancestors' keys again and again (MaskBench o46145, whose $ref chains
+        # loop until the guard: 518k calls, 57% of its compile).  A key whose
+        # chain stays under the guard is the same from any depth that keeps it
+        # there, so it is kept by pointer; one the guard cut, by pointer and depth.
+        memo = self._written_memo
+        hit = memo.get(p)
+        if hit is not None and depth + hit[1] < WRITTEN_DEPTH:
+            return hit
+        hit = memo.get((p, depth))
+        if hit is not None:
+            return hit
+        res = self._written_of(p, depth)
+        memo[p if depth + res[1] < WRITTEN_DEPTH else (p, depth)] = res
+        return res
+
+    def _written_of(self, p, depth):
+        if p in self._ref_from and depth < WRITTEN_DEPTH:
             q, kw = self._ref_from[p]
-            return self._written_key(q, depth + 1) + (_key_index(self.doc.get(q), kw),)
+            key, links = self._written(q, depth + 1)
+            return key + (_key_index(self.doc.get(q), kw),), links + 1
         if not p:
-            return ()
-        if depth >= 64:
-            return (float("inf"),)
+            return (), 0
+        if depth >= WRITTEN_DEPTH:
+            return (float("inf"),), 0
         if p.startswith("!") and "/" not in p:
             # a compiler-written schema stands where the schema it negates is
             # written; the cases of a oneOf's tag split last, so the tag takes the
@@ -257,16 +279,18 @@ class TypedIntersection:
             # what it requires) first
             desc = self.doc.synthetic_desc.get(p, "")
             if desc.startswith("not(") and desc.endswith(")"):
-                return self._written_key(desc[4:-1], depth + 1)
-            return (float("inf"),) if desc.startswith("tag(") else ()
+                key, links = self._written(desc[4:-1], depth + 1)
+                return key, links + 1
+            return ((float("inf"),) if desc.startswith("tag(") else ()), 0
         head, _, last = p.rpartition("/")
         try:
             node = self.doc.get(head)
         except Exception:  # noqa: BLE001 - an order key only: unknown places go last
-            return (float("inf"),)
+            return (float("inf"),), 0
         last = last.replace("~1", "/").replace("~0", "~")
         i = int(last) if isinstance(node, list) and last.isdigit() else _key_index(node, last)
-        return self._written_key(head, depth + 1) + (i,)
+        key, links = self._written(head, depth + 1)
+        return key + (i,), links + 1
 
     def _in_order(self, sources, keyword):
         """``sources`` in the order their ``keyword`` lists are merged (docs/json-schema.md)."""
@@ -429,6 +453,9 @@ class TypedIntersection:
         except Unsupported as e:
             self.fail("patternProperties", pointer, e.why)
             return False
+
+
+WRITTEN_DEPTH = 64  # links of a written-position chain ($ref hops, parents) before it is cut
 
 
 def _key_index(node, key):
