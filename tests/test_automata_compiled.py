@@ -2,8 +2,9 @@
 
 ``cfgmask/_fast/_automata.pyx`` (subset construction, UTF-8 spelling) and
 ``cfgmask/_fast/_minimal.pyx`` (trimming, minimisation, breadth-first
-numbering) must compute exactly what ``determinize_python``,
-``expand_utf8_python``, ``minimize_python`` and ``renumber_bfs_python`` do:
+numbering, column classes) must compute exactly what ``determinize_python``,
+``expand_utf8_python``, ``minimize_python``, ``renumber_bfs_python`` and
+``column_classes_python`` do:
 the same arrays with the same state numbering at every stage, the same
 refusals with the same messages, and the same ``progress.hook`` calls.  Each
 stage is fed the reference's output of the stage before, so a difference is
@@ -326,6 +327,24 @@ def test_renumber_random_tables(seed):
     follow = [int(x) for x in rng.integers(0, 5, n)]
     _same(minimize.renumber_bfs_python(trans, accepting, follow),
           minimize.renumber_bfs(trans, accepting, follow))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_column_classes_random_tables(seed):
+    """Few and many distinct columns, uint8 rows (byte_classes stacks them),
+    more than 256 columns (int32 classes), no rows, no columns."""
+    from cfgmask.automata import dfa
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([0, 1, 3, 40, 600]))
+    k = int(rng.choice([0, 1, 7, 256, 300]))
+    distinct = int(rng.choice([1, 2, 9, 200]))
+    base = rng.integers(-1, 4, size=(n, distinct))
+    trans = np.ascontiguousarray(base[:, rng.integers(0, distinct, size=k)])
+    trans = (trans + 1).astype(np.uint8) if seed % 3 == 0 else trans.astype(np.int32)
+    ref_class, ref_reps = dfa.column_classes_python(trans)
+    got_class, got_reps = kernels.KERNELS.column_classes(trans)
+    assert got_class.dtype == ref_class.dtype and np.array_equal(got_class, ref_class)
+    assert got_reps == ref_reps
 
 
 # ---------------------------------------------------------------- the switch

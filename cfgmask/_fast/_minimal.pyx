@@ -1,11 +1,12 @@
 # cython: language_level=3
 """Compile-time kernels of the regex pipeline, in C: trimming, minimisation
-and breadth-first numbering of DFA tables (:mod:`cfgmask.automata.minimize`).
+and breadth-first numbering of DFA tables (:mod:`cfgmask.automata.minimize`),
+and the classes of equal columns (:mod:`cfgmask.automata.dfa`).
 
 The companion of :mod:`cfgmask._fast._automata` (see its docstring for the
 layer rule: imported only through :mod:`cfgmask.automata.kernels`, imports
-nothing from cfgmask).  References: ``minimize_python`` and
-``renumber_bfs_python``.
+nothing from cfgmask).  References: ``minimize_python``,
+``renumber_bfs_python`` and ``column_classes_python``.
 
 Invariants:
 
@@ -15,6 +16,8 @@ Invariants:
   start's block is 0 and the result equals the reference's array for array;
 * :func:`bfs` numbers states as the reference does (breadth first, columns
   ascending);
+* :func:`column_classes` numbers the classes of equal columns by their
+  first column, as the reference does;
 * inputs are never modified; C buffers are freed by ``__dealloc__`` or
   ``finally``, so an exception leaks nothing.
 """
@@ -392,6 +395,26 @@ def minimal(trans, labels):
         for c in range(k):
             o[j, c] = b.small[b.class_of[c]]
     return out, out_labels
+
+
+def column_classes(trans):
+    """:func:`cfgmask.automata.dfa.column_classes` (its reference:
+    ``column_classes_python``): the columns of ``trans`` (``[n, k]``, any
+    integer type) grouped into classes of equal columns, numbered by their
+    first column.  Returns ``(class_of, representatives)``: uint8 ``[k]``
+    (int32 above 256 columns) and the first column of each class, a list."""
+    cdef const int32_t[:, ::1] tr = np.ascontiguousarray(trans, dtype=np.int32)
+    cdef int64_t k = tr.shape[1], nc, c
+    dtype = np.uint8 if k <= 256 else np.int32
+    if k == 0:
+        return np.zeros(0, dtype=dtype), []
+    cdef _Minimal b = _Minimal()
+    nc = _column_classes(b, tr)
+    out = np.empty(k, dtype=np.int32)
+    cdef int32_t[::1] o = out
+    for c in range(k):
+        o[c] = b.class_of[c]
+    return out.astype(dtype, copy=False), [b.rep[c] for c in range(nc)]
 
 
 # ------------------------------------------------------------------ breadth-first numbering

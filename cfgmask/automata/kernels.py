@@ -1,9 +1,10 @@
 """The switch between the regex pipeline's compiled kernels and their Python references.
 
 The subset construction (:mod:`~cfgmask.automata.determinize`, without
-lookaheads), the UTF-8 spelling (:mod:`~cfgmask.automata.utf8`), and the
+lookaheads), the UTF-8 spelling (:mod:`~cfgmask.automata.utf8`), the
 trimming, minimisation and breadth-first numbering
-(:mod:`~cfgmask.automata.minimize`) run in C, in :mod:`cfgmask._fast._automata`
+(:mod:`~cfgmask.automata.minimize`) and the column classes
+(:mod:`~cfgmask.automata.dfa`) run in C, in :mod:`cfgmask._fast._automata`
 and :mod:`cfgmask._fast._minimal`, because they were most of a cold compile
 (docs/architecture.md, "Compiled compile steps").  Their Python versions stay:
 they define the results, the tests compare the two
@@ -31,7 +32,8 @@ PURE_ENV = "CFGMASK_PURE_AUTOMATA"
 
 #: the compiled kernels by name (each documents its Python reference)
 KERNELS = SimpleNamespace(subsets=_automata.subsets, utf8=_automata.utf8,
-                          minimal=_minimal.minimal, bfs=_minimal.bfs)
+                          minimal=_minimal.minimal, bfs=_minimal.bfs,
+                          column_classes=_minimal.column_classes)
 
 
 def compiled():
