@@ -221,9 +221,9 @@ def column_classes(trans):
 
     Returns ``(class_of uint8[256] (int32 for more columns), representative
     column of each class)``; classes are numbered by the first column that has
-    them.  Computed in C (``_fast._minimal.column_classes``): a JSON schema's
-    compile asks for it about 14 times, 25 µs each in numpy, 30% of its
-    profile; :func:`column_classes_python` is the reference.
+    them.  Computed in C (``_fast._minimal.column_classes``: 5.6 µs a call
+    against 25 µs in numpy, about 5 calls per JSON schema's compile);
+    :func:`column_classes_python` is the reference.
     """
     kernel = compiled()
     if kernel is not None:
