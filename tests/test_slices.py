@@ -265,3 +265,30 @@ def test_choice_leaves_out_candidates_that_cannot_reach_the_threshold():
         assert any(S._lookahead_body(p) for p in g.terminal_patterns)
     assert set(grammars[0].terminal_patterns) != set(grammars[1].terminal_patterns)
     assert len(prepared.__dict__["_slice_choices"]) - before <= 1
+
+
+def test_patterns_taken_as_finite_are_finite():
+    # _terminal_slices skips the cycle check for a pattern without a repeat or a
+    # lookaround; every such pattern of the regex suite, the bundled grammars and a
+    # JSON schema's terminals must compile to an automaton without a cycle
+    from cfgmask.automata import compile_regex, has_cycle
+    from cfgmask.errors import GrammarError
+    from cfgmask.frontends.json_schema import compile_schema
+    from tests.test_regex import PATTERNS as REGEX_SUITE
+    patterns = [p for p in REGEX_SUITE if isinstance(p, str)]
+    for name in ("json", "sql", "javascript"):
+        patterns += cfgmask.Grammar.builtin(name).terminal_patterns
+    schema = {"type": "object", "properties": {"a*b": {"enum": [1.5, "x+y", "{}"]},
+                                               "n": {"type": "integer", "maximum": 99}}}
+    patterns += compile_schema(cfgmask.Grammar, schema).terminal_patterns
+    finite = [p for p in patterns if S._MAYBE_INFINITE.search(p) is None]
+    assert len(finite) > 20
+    checked = 0
+    for p in finite:
+        try:
+            dfa = compile_regex(p)
+        except GrammarError:
+            continue
+        assert not has_cycle(dfa.trans), p
+        checked += 1
+    assert checked > 20

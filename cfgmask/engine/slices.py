@@ -41,6 +41,7 @@ contained visits every token whose fate is not already settled.
 """
 
 import hashlib
+import re
 
 import numpy as np
 
@@ -216,6 +217,9 @@ def derive(grammar, lexer_spec):
     return out
 
 
+# a pattern without a repeat (*, +, {...}) or a lookaround describes a finite language
+# (an escaped "\*" or a class holding "+" only sends it down the full path)
+_MAYBE_INFINITE = re.compile(r"[*+{]|\(\?[!=<]")
 _TERMINAL_SLICES_SIZE = 4096
 # pattern -> (prefix slice or None, run slices)
 _TERMINAL_SLICES = BoundedMemo(_TERMINAL_SLICES_SIZE, order="fifo")
@@ -235,6 +239,13 @@ def _terminal_slices(pattern, class_table, get_dfa):
     and the cycle check were most of a new grammar's slice work."""
     got = _TERMINAL_SLICES.get(pattern)
     if got is not None:
+        return got
+    if _MAYBE_INFINITE.search(pattern) is None:
+        # no repeat, no lookaround: a finite language, so no cycle and no slices
+        # (a JSON schema's keys and constants, most of its new terminals; the
+        # cycle check on each was a fifth of a schema's slice derivation)
+        got = (None, ())
+        _TERMINAL_SLICES.put(pattern, got)
         return got
     body = _lookahead_body(pattern)
     if body is not None:
