@@ -55,11 +55,14 @@ JSONSchemaBench schemas in the shared corpora (``$CFGMASK_CORPORA``).
     python -m benchmarks.run_maskbench --smoke
     python -m benchmarks.run_maskbench --sample 300 --out /tmp/maskbench.json --plots docs/img
     python -m benchmarks.run_maskbench --full --timeout 60 --out /tmp/maskbench-full.json
+    python -m benchmarks.run_maskbench --plots-from /tmp/maskbench-full.json --plots docs/img
 
 Output: a JSON results file (``--out``; meta, per-engine summary, per-schema
-outcomes and timings) and a printed table.  ``--plots DIR`` draws the TBM and
-TTFM CDF per engine (``maskbench-tbm.png``, ``maskbench-ttfm.png``) when
-matplotlib is installed (``pip install cfgmask[bench]``).
+outcomes and timings), every TBM beside it (``<out>.masks.npz``) and a
+printed table.  ``--plots DIR`` draws the TBM and TTFM CDF per engine
+(``maskbench-tbm.png``, ``maskbench-ttfm.png``) when matplotlib is installed
+(``pip install cfgmask[bench]``); ``--plots-from RESULTS`` draws them again
+from those files (TTFM alone for a run without the ``.npz``).
 """
 
 import argparse
@@ -440,6 +443,7 @@ def plots(records, masks, engines, timeout, folder):
     for metric, title in (("tbm", "TBM: time to compute a mask and commit a token"),
                           ("ttfm", "TTFM: time to first mask (compile)")):
         fig, ax = plt.subplots(figsize=(7, 4.2))
+        drawn = 0
         for name in engines:
             if metric == "tbm":
                 xs = np.sort(np.asarray(masks[name], dtype=float))
@@ -451,6 +455,10 @@ def plots(records, masks, engines, timeout, folder):
             if len(xs) == 0:
                 continue
             ax.plot(np.maximum(xs, 0.1), np.arange(1, len(xs) + 1) / len(xs), label=name)
+            drawn += 1
+        if not drawn:   # no data for this metric (a redraw without masks): keep the old file
+            plt.close(fig)
+            continue
         ax.set_xscale("log")
         ax.set_xlabel("microseconds (log)")
         ax.set_ylabel("fraction at most x")
@@ -463,6 +471,40 @@ def plots(records, masks, engines, timeout, folder):
         plt.close(fig)
         written.append(path)
     return written
+
+
+def masks_path(results):
+    """The per-mask TBM file beside a results file (``x.json[.gz]`` -> ``x.masks.npz``)."""
+    base = results[:-3] if results.endswith(".gz") else results
+    return (base[:-5] if base.endswith(".json") else base) + ".masks.npz"
+
+
+def save_masks(results, masks):
+    """Every TBM in microseconds per engine (float32, compressed): the TBM CDF of a
+    run can be drawn again later (``--plots-from``)."""
+    import numpy as np
+    np.savez_compressed(masks_path(results),
+                        **{e: np.asarray(xs, dtype=np.float32) for e, xs in masks.items()})
+
+
+def redraw(results, folder):
+    """The plots of an earlier run: TTFM from its results file, TBM from its
+    ``.masks.npz`` when there is one."""
+    import gzip
+
+    import numpy as np
+    with (gzip.open if results.endswith(".gz") else open)(results, "rt", encoding="utf-8") as f:
+        data = json.load(f)
+    engines = data["meta"]["engines"]
+    masks = {e: [] for e in engines}
+    if os.path.exists(masks_path(results)):
+        with np.load(masks_path(results)) as z:
+            masks = {e: z[e].tolist() if e in z else [] for e in engines}
+    else:
+        print(f"no {masks_path(results)}: TTFM only", file=sys.stderr)
+    for p in plots(data["schemas"], masks, engines, data["meta"]["timeout_s"], folder):
+        print(f"plot: {p}")
+    return 0
 
 
 def git_commit():
@@ -497,7 +539,12 @@ def main(argv=None):
     ap.add_argument("--tail", type=float, default=None, metavar="P",
                     help="also print, per engine, the schemas holding its masks at or above "
                          "percentile P (e.g. 99.9), with how many each")
+    ap.add_argument("--plots-from", metavar="RESULTS",
+                    help="draw the plots (into --plots) from an earlier --out file and its "
+                         ".masks.npz beside it (TTFM only without it), running nothing")
     args = ap.parse_args(argv)
+    if args.plots_from:
+        return redraw(args.plots_from, args.plots or ".")
 
     engines = tuple(e for e in args.engines.split(",") if e)
     unknown = set(engines) - set(ENGINES)
@@ -561,6 +608,7 @@ def main(argv=None):
     out = args.out or os.path.join(tempfile.gettempdir(), f"maskbench-{how.split()[0]}.json")
     with open(out, "w", encoding="utf-8") as f:
         json.dump({"meta": meta, "summary": summary, "schemas": records}, f, indent=1)
+    save_masks(out, masks)
     print(f"\nMaskBench ({how}, {len(chosen)} schemas, jsonschemabench {JSB_COMMIT[:12]}, "
           f"cfgmask {meta['cfgmask_git']}, timeout {args.timeout:g} s, {meta['wall_s']:.0f} s)\n")
     print(table(summary, engines))
