@@ -493,16 +493,19 @@ def redraw(results, folder):
     import gzip
 
     import numpy as np
-    with (gzip.open if results.endswith(".gz") else open)(results, "rt", encoding="utf-8") as f:
-        data = json.load(f)
-    engines = data["meta"]["engines"]
+    try:
+        with (gzip.open if results.endswith(".gz") else open)(results, "rt", encoding="utf-8") as f:
+            data = json.load(f)
+        engines, timeout, records = data["meta"]["engines"], data["meta"]["timeout_s"], data["schemas"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"--plots-from: {results} is not a run_maskbench results file ({type(e).__name__}: {e})")
     masks = {e: [] for e in engines}
     if os.path.exists(masks_path(results)):
         with np.load(masks_path(results)) as z:
             masks = {e: z[e].tolist() if e in z else [] for e in engines}
     else:
         print(f"no {masks_path(results)}: TTFM only", file=sys.stderr)
-    for p in plots(data["schemas"], masks, engines, data["meta"]["timeout_s"], folder):
+    for p in plots(records, masks, engines, timeout, folder):
         print(f"plot: {p}")
     return 0
 
@@ -544,6 +547,8 @@ def main(argv=None):
                          ".masks.npz beside it (TTFM only without it), running nothing")
     args = ap.parse_args(argv)
     if args.plots_from:
+        if not os.path.isfile(args.plots_from):
+            ap.error(f"--plots-from: no results file {args.plots_from!r}")
         return redraw(args.plots_from, args.plots or ".")
 
     engines = tuple(e for e in args.engines.split(",") if e)

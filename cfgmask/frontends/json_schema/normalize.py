@@ -50,7 +50,7 @@ from cfgmask.frontends.json_schema.negation import Negation
 from cfgmask.frontends.json_schema.nodes import (FALSE_ATOM, REFUSED, SPLIT_KW, Lit, Node, atom, split_atom,
                                                  with_skip)
 from cfgmask.frontends.json_schema.typed import TypedIntersection
-from cfgmask.frontends.json_schema.validate import Validator, json_key
+from cfgmask.frontends.json_schema.validate import Validator, json_key, json_type
 
 # How the declared properties of a conjunction are ordered (docs/json-schema.md):
 # "written": merged left to right as the schema is written (llguidance's stable
@@ -206,7 +206,11 @@ class Normalizer(CaseSplits, Negation, TypedIntersection):
             return []
         lit = self._literals(atoms, key)
         if lit is not None:
-            return [Lit(lit, *self._zero_fractions(atoms))] if lit else []
+            if not lit:
+                return []
+            # only numbers, and containers that may hold them, have spellings to choose
+            spelled = any(json_type(v) in ("number", "array", "object") for v in lit)
+            return [Lit(lit, *self._zero_fractions(atoms))] if spelled else [Lit(lit)]
         if self._contradictory(atoms):
             return []  # pruned before splitting further (or building an empty object)
         if split is not None:
