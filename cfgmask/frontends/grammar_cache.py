@@ -49,7 +49,8 @@ _LARK_FILES = ("__init__.py", "lark.py", "load_grammar.py", "grammar.py", "lexer
                "parse_tree_builder.py", "grammars/common.lark")
 
 # the cfgmask modules whose code decides what a cached grammar holds (part of the key)
-_CODE = ("cfgmask.grammar", "cfgmask.frontends.cfg", "cfgmask.frontends.lark_frontend", __name__)
+_CODE = ("cfgmask.grammar", "cfgmask.frontends.cfg", "cfgmask.frontends.lark_frontend",
+         "cfgmask.frontends.lark_loader", __name__)
 
 _lark_hash = None
 _MEMORY_SIZE = 32

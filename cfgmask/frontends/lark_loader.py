@@ -14,8 +14,12 @@ hash-consed as ``(template, argument ids)``, so even names that would double
 in length at every level cost O(1) each.  The simulation stops with a
 :class:`GrammarError` at :data:`MAX_TEMPLATE_DEPTH` nested instances,
 :data:`MAX_TEMPLATE_INSTANCES` instances or :data:`MAX_TEMPLATE_NAME_CHARS`
-characters of instance names.  Only then does Lark's ``Grammar.compile`` run,
-so its own expansion is known to be small.
+characters of instance names.  A rule whose sequences Lark would multiply
+out into more than :data:`FACTOR_PRODUCTS_ABOVE` alternatives (``a? b? c?
+...``) has those parts moved into rules of their own first
+(:func:`factor_products`; lg-sqlite: 4,612 -> 972 BNF rules, its load 0.30 ->
+0.14 s).  Only then does Lark's ``Grammar.compile`` run, so its own expansion
+is known to be small.
 
 ``lark.Lark`` is not built: cfgmask reads only the compiled terminals, rules
 and ``%ignore`` list, and building Lark's Earley parser on top (its grammar
@@ -28,10 +32,14 @@ compiler then reuses; where one fails, Lark's parser is built after all
 
 Invariants:
 
-* for every grammar within those bounds the result holds what the ``lark.Lark``
-  object ``lark.Lark(text, parser="earley", lexer="dynamic", ...)`` would hold
-  in ``terminals``, ``rules``, ``ignore_tokens`` and ``grammar``, and a grammar
-  that object refuses is refused (tests/test_lark_loader.py compares them);
+* for every grammar within those bounds whose rules multiply out to at most
+  :data:`FACTOR_PRODUCTS_ABOVE` alternatives per sequence (every bundled
+  grammar) the result holds what the ``lark.Lark`` object ``lark.Lark(text,
+  parser="earley", lexer="dynamic", ...)`` would hold in ``terminals``,
+  ``rules``, ``ignore_tokens`` and ``grammar``, and a grammar that object
+  refuses is refused (tests/test_lark_loader.py compares them); above it,
+  the rules derive the same language through extra ``__<rule>_factor_<i>``
+  rules (tests/test_lark_factor.py compares masks and parses with Lark's);
 * every exception out of :func:`load` is a :class:`GrammarError` naming the
   construct (``%import``, ``encoding``, ``regex syntax``, ``nesting depth``,
   ``template expansion``, ``lark``), with the original exception as
@@ -56,7 +64,7 @@ from cfgmask.frontends import lark_meta
 
 __all__ = ["load", "ungrouped_alternations", "check_templates", "check_expansion_size",
            "MAX_TEMPLATE_DEPTH", "MAX_TEMPLATE_INSTANCES", "MAX_TEMPLATE_NAME_CHARS",
-           "MAX_BNF_ALTERNATIVES"]
+           "MAX_BNF_ALTERNATIVES", "factor_products", "FACTOR_PRODUCTS_ABOVE"]
 
 # Real grammars nest template instances a few levels deep (``sep{item{x}, ","}``);
 # a template that feeds itself a bigger argument grows by one level per round.
@@ -66,6 +74,9 @@ MAX_TEMPLATE_NAME_CHARS = 1_000_000
 # BNF alternatives Lark may generate for the whole grammar (javascript.lark: ~530);
 # Lark needs ~4 s for 8,192 and ~46 s for 65,536
 MAX_BNF_ALTERNATIVES = 20_000
+# A sequence that multiplies out to more alternatives is split into rules of its
+# own (factor_products); every bundled grammar stays below it (the most: 18)
+FACTOR_PRODUCTS_ABOVE = 64
 _REPEAT_BREAK_THRESHOLD = 50  # lark.load_grammar.REPEAT_BREAK_THRESHOLD (lark 1.3.1)
 
 
@@ -107,6 +118,7 @@ def load(text, start, import_paths, source):
         raise _load_error(e, where, LarkError) from e
     try:
         instances = check_templates(loaded.rule_defs, where)
+        loaded.rule_defs = factor_products(loaded.rule_defs)
         check_expansion_size(loaded.rule_defs, instances, where)
     except RecursionError as e:
         raise _nesting_error(where) from e
@@ -426,41 +438,33 @@ def check_templates(rule_defs, where="grammar"):
     return counts
 
 
-def check_expansion_size(rule_defs, instances, where="grammar"):
-    """Raise :class:`GrammarError` if Lark's conversion to BNF would make too many alternatives.
-
-    Lark turns each rule into plain alternatives by multiplying out what a
-    sequence contains: ``a? b? c?`` becomes 8 alternatives, ``("a"|"b") ~ 16``
-    65,536 (repeats below 50 are written out), and its loading time grows
-    with that number (46 s for 65,536).  The count here follows
-    ``EBNF_to_BNF`` and ``SimplifyRule_Visitor`` (duplicates not removed, so
-    it is an upper bound); ``instances`` (from :func:`check_templates`) says
-    how many times each template body is expanded.
-    """
+def _alternatives(node, extra, limit):
+    """How many BNF alternatives Lark's ``EBNF_to_BNF`` and ``SimplifyRule_Visitor``
+    make of rule-tree ``node`` (duplicates not removed, so an upper bound), capped
+    at ``limit + 1``; the alternatives of the recursive rules that ``+``, ``*``
+    and long ``~`` repeats add are summed into ``extra[0]``."""
     from lark import Tree
-
-    limit = MAX_BNF_ALTERNATIVES
 
     def cap(n):
         return n if n <= limit else limit + 1
 
-    def count(node, extra):
+    def count(node):
         if not isinstance(node, Tree):
             return 1
         d, ch = node.data, node.children
         if d == "expansions":
-            return cap(sum(count(c, extra) for c in ch))
+            return cap(sum(count(c) for c in ch))
         if d == "expansion":
             n = 1
             for c in ch:
-                n = cap(n * count(c, extra))
+                n = cap(n * count(c))
             return n
         if d == "alias":
-            return count(ch[0], extra)
+            return count(ch[0])
         if d == "maybe":
-            return cap(count(ch[0], extra) + 1)
+            return cap(count(ch[0]) + 1)
         if d == "expr":
-            c = count(ch[0], extra)
+            c = count(ch[0])
             op = str(ch[1])
             if op == "?":
                 return cap(c + 1)
@@ -468,20 +472,44 @@ def check_expansion_size(rule_defs, instances, where="grammar"):
                 extra[0] += 2 * c  # a new recursive rule: c alternatives, twice
                 return 1 if op == "+" else 2
             if op == "~":
-                lo, hi = (int(ch[2]), int(ch[3] if len(ch) > 3 else ch[2]))
+                lo, hi = _repeat_bounds(ch)
                 if hi < _REPEAT_BREAK_THRESHOLD:  # written out inline: sum of c**n
                     return cap(sum(cap(c ** n) for n in range(lo, hi + 1)))
                 extra[0] += 2 * c * _REPEAT_BREAK_THRESHOLD  # split into helper rules
                 return 1
         return 1  # a symbol, literal, range or template usage
 
+    return count(node)
+
+
+def _repeat_bounds(expr_children):
+    """``(lo, hi)`` of a ``~`` repeat's ``expr`` node children."""
+    lo = int(expr_children[2])
+    return lo, int(expr_children[3]) if len(expr_children) > 3 else lo
+
+
+def check_expansion_size(rule_defs, instances, where="grammar"):
+    """Raise :class:`GrammarError` if Lark's conversion to BNF would make too many alternatives.
+
+    Lark turns each rule into plain alternatives by multiplying out what a
+    sequence contains: ``a? b? c?`` becomes 8 alternatives, ``("a"|"b") ~ 16``
+    65,536 (repeats below 50 are written out), and its loading time grows
+    with that number (46 s for 65,536).  :func:`factor_products` has already
+    moved the parts of every big product into rules of their own, so what is
+    left to refuse is a template body (a template is expanded per use, and
+    not factored) that multiplies out too far.  The count follows
+    ``EBNF_to_BNF`` and ``SimplifyRule_Visitor`` (:func:`_alternatives`);
+    ``instances`` (from :func:`check_templates`) says how many times each
+    template body is expanded.
+    """
+    limit = MAX_BNF_ALTERNATIVES
     total = 0
     for name, params, tree, _o in rule_defs:
         copies = instances.get(name, 0) if params else 1
         if not copies:
             continue
         extra = [0]
-        n = cap((count(tree, extra) + extra[0]) * copies)
+        n = min(limit + 1, (_alternatives(tree, extra, limit) + extra[0]) * copies)
         total += n
         if n > limit or total > limit:
             raise GrammarError(
@@ -490,6 +518,93 @@ def check_expansion_size(rule_defs, instances, where="grammar"):
                 "a? b? c? is 8 alternatives, (\"a\"|\"b\") ~ 16 is 65,536); move groups into "
                 "rules of their own", where=name, construct="expansion size")
     return total
+
+
+def factor_products(rule_defs, limit=None):
+    """``rule_defs`` with every big product of a rule moved into rules of its own.
+
+    Lark multiplies out a sequence's optional parts, groups and short
+    repeats: a rule with ten optional clauses becomes 1,024 alternatives
+    (lg-sqlite's ``create_trigger_stmt``: 1,920; its load took 0.27 s, most of it
+    that expansion and the deduplication after it).  Wherever a sequence
+    (``expansion``) or a written-out repeat (``x ~ n..m``) of a non-template
+    rule would make more than ``limit`` (:data:`FACTOR_PRODUCTS_ABOVE`)
+    alternatives, each of its parts with more than one alternative becomes a
+    new rule ``__<rule>_factor_<i>`` whose body is that part, so the sequence
+    makes one alternative and the parts a sum.  The language is unchanged:
+    a nonterminal derives exactly what its body derives.  Working bottom-up,
+    an inner product is settled before the one around it.  Rules below the
+    limit, and so the rules of every bundled grammar, are left exactly as Lark
+    writes them.
+
+    Not factored: template bodies (they may use the template's parameters, and
+    :func:`check_expansion_size` bounds them), and parts holding an ``->``
+    alias (Lark's reading of an alias inside a group is its own; they stay
+    where Lark puts them).  Each new rule follows its rule in the list, so
+    Lark meets the literals in nearly the order it would have.
+    """
+    from lark import Token, Tree
+    from lark.grammar import NonTerminal, RuleOptions
+
+    limit = FACTOR_PRODUCTS_ABOVE if limit is None else limit
+    names = {str(d[0]) for d in rule_defs}
+    out = []
+    for definition in rule_defs:
+        name, params, tree, options = definition
+        if params or _alternatives(tree, [0], limit) <= limit:
+            out.append(definition)
+            continue
+        helpers = []
+        keep = bool(options and options.keep_all_tokens)
+
+        def part_rule(node, name=name, helpers=helpers, keep=keep):
+            i = len(helpers)
+            while f"__{name}_factor_{i}" in names:
+                i += 1
+            part = f"__{name}_factor_{i}"
+            names.add(part)
+            helpers.append((Token("RULE", part), (),
+                            Tree("expansions", [Tree("expansion", [node])]),
+                            RuleOptions(keep_all_tokens=keep)))
+            return Tree("value", [NonTerminal(part)])
+
+        out.append((name, params, _factor(tree, limit, part_rule), options))
+        out += helpers
+    return out
+
+
+def _factor(node, limit, part_rule):
+    """``node`` rewritten bottom-up so that no product in it exceeds ``limit``
+    (see :func:`factor_products`); ``part_rule(subtree)`` makes a new rule of a
+    part and returns the tree that refers to it."""
+    from lark import Tree
+
+    if not isinstance(node, Tree) or node.data in ("value", "literal", "range", "template_usage"):
+        return node
+    children = [_factor(c, limit, part_rule) for c in node.children]
+    if any(a is not b for a, b in zip(children, node.children)):
+        node = Tree(node.data, children)
+    d = node.data
+    if d == "expansion":
+        parts = [_alternatives(c, [0], limit) for c in children]
+        product = 1
+        for n in parts:
+            product = min(limit + 1, product * n)
+        if product > limit:
+            node = Tree("expansion", [part_rule(c) if n > 1 and not _has_alias(c) else c
+                                      for c, n in zip(children, parts)])
+    elif d == "expr" and str(children[1]) == "~":
+        lo, hi = _repeat_bounds(children)
+        atom = children[0]
+        if (hi < _REPEAT_BREAK_THRESHOLD and _alternatives(node, [0], limit) > limit
+                and _alternatives(atom, [0], limit) > 1 and not _has_alias(atom)):
+            node = Tree("expr", [part_rule(atom)] + children[1:])
+    return node
+
+
+def _has_alias(node):
+    from lark import Tree
+    return isinstance(node, Tree) and any(t.data == "alias" for t in node.iter_subtrees())
 
 
 def _has_top_level_bar(rx):
