@@ -216,10 +216,11 @@ def _earley_would_refuse(terminals, rules, starts):
     every nonterminal and start defined) and every terminal's regex
     (``EarleyRegexpMatcher``: ``sre_parse`` width not 0, ``re.compile``).
     The regex is parsed here with :func:`cfgmask.automata.parse_pattern`, whose
-    tree the lexer's regex compiler reuses; anything this check cannot
-    settle as cheaply -- a parse error, a look-behind (``re.compile`` checks
-    its width), a ``\\p{..}`` Lark rewrites before measuring -- answers True,
-    and the caller then lets Lark decide.
+    tree the lexer's regex compiler reuses, and a pattern with a look-behind
+    is compiled with ``re.compile`` as Lark's matcher would (it checks that
+    the look-behind has a fixed width); anything this check cannot settle
+    as cheaply -- a parse error, a ``\\p{..}`` Lark rewrites before
+    measuring -- answers True, and the caller then lets Lark decide.
     """
     from lark.grammar import NonTerminal
     from lark.utils import categ_pattern
@@ -241,8 +242,16 @@ def _earley_would_refuse(terminals, rules, starts):
             parsed = parse_pattern(rx)
         except Exception:  # noqa: BLE001 - re.error, RecursionError, OverflowError, ...
             return True
-        if parsed.getwidth()[0] == 0 or "(?<" in rx:  # a look-behind (or a look-alike)
+        if parsed.getwidth()[0] == 0:
             return True
+        if "(?<" in rx:
+            # a look-behind (or a look-alike): re.compile alone checks that it is fixed
+            # width, and that is all Lark's construction would add (common.lark's
+            # ESCAPED_STRING has one: every grammar importing it built Lark's parser, ~5 ms)
+            try:
+                re.compile(rx)
+            except Exception:  # noqa: BLE001 - re.error, RecursionError, OverflowError, ...
+                return True
     return False
 
 
