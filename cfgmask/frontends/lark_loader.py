@@ -118,8 +118,9 @@ def load(text, start, import_paths, source):
         raise _load_error(e, where, LarkError) from e
     try:
         instances = check_templates(loaded.rule_defs, where)
-        loaded.rule_defs = factor_products(loaded.rule_defs)
-        check_expansion_size(loaded.rule_defs, instances, where)
+        sizes = {}
+        loaded.rule_defs = factor_products(loaded.rule_defs, sizes=sizes)
+        check_expansion_size(loaded.rule_defs, instances, where, sizes)
     except RecursionError as e:
         raise _nesting_error(where) from e
     starts = [start] if isinstance(start, str) else list(start)
@@ -497,7 +498,7 @@ def _repeat_bounds(expr_children):
     return lo, int(expr_children[3]) if len(expr_children) > 3 else lo
 
 
-def check_expansion_size(rule_defs, instances, where="grammar"):
+def check_expansion_size(rule_defs, instances, where="grammar", sizes=None):
     """Raise :class:`GrammarError` if Lark's conversion to BNF would make too many alternatives.
 
     Lark turns each rule into plain alternatives by multiplying out what a
@@ -509,7 +510,8 @@ def check_expansion_size(rule_defs, instances, where="grammar"):
     not factored) that multiplies out too far.  The count follows
     ``EBNF_to_BNF`` and ``SimplifyRule_Visitor`` (:func:`_alternatives`);
     ``instances`` (from :func:`check_templates`) says how many times each
-    template body is expanded.
+    template body is expanded; ``sizes`` (from :func:`factor_products`) holds
+    the rules already counted.
     """
     limit = MAX_BNF_ALTERNATIVES
     total = 0
@@ -517,8 +519,11 @@ def check_expansion_size(rule_defs, instances, where="grammar"):
         copies = instances.get(name, 0) if params else 1
         if not copies:
             continue
-        extra = [0]
-        n = min(limit + 1, (_alternatives(tree, extra, limit) + extra[0]) * copies)
+        got = sizes.get(id(tree)) if sizes else None
+        if got is None:
+            extra = [0]
+            got = _alternatives(tree, extra, limit) + extra[0]
+        n = min(limit + 1, got * copies)
         total += n
         if n > limit or total > limit:
             raise GrammarError(
@@ -529,7 +534,7 @@ def check_expansion_size(rule_defs, instances, where="grammar"):
     return total
 
 
-def factor_products(rule_defs, limit=None):
+def factor_products(rule_defs, limit=None, sizes=None):
     """``rule_defs`` with every big product of a rule moved into rules of its own.
 
     Lark multiplies out a sequence's optional parts, groups and short
@@ -550,7 +555,9 @@ def factor_products(rule_defs, limit=None):
     :func:`check_expansion_size` bounds them), and parts holding an ``->``
     alias (Lark's reading of an alias inside a group is its own; they stay
     where Lark puts them).  Each new rule follows its rule in the list, so
-    Lark meets the literals in nearly the order it would have.
+    Lark meets the literals in nearly the order it would have.  ``sizes``, a
+    dict, receives ``id(tree) -> alternatives`` (those of its helper rules
+    included) of each rule left as it is, for :func:`check_expansion_size`.
     """
     from lark import Token, Tree
     from lark.grammar import NonTerminal, RuleOptions
@@ -560,7 +567,14 @@ def factor_products(rule_defs, limit=None):
     out = []
     for definition in rule_defs:
         name, params, tree, options = definition
-        if params or _alternatives(tree, [0], limit) <= limit:
+        if params:
+            out.append(definition)
+            continue
+        extra = [0]
+        n = _alternatives(tree, extra, max(limit, MAX_BNF_ALTERNATIVES))
+        if n <= limit:
+            if sizes is not None:
+                sizes[id(tree)] = n + extra[0]
             out.append(definition)
             continue
         helpers = []
