@@ -3,8 +3,10 @@
 
 For each grammar, a fresh process with an empty ``CFGMASK_CACHE_DIR``:
 
-1. the tokenizer is prepared for both engines (untimed): cfgmask's
-   ``Vocabulary`` with its prepared trie, llguidance's ``LLTokenizer``, and
+1. the tokenizer is prepared for both engines (untimed, reported): cfgmask's
+   ``Vocabulary.prepare()`` (its trie, first-byte sets and standard slices;
+   ``--bare-vocab``: the trie and first-byte sets only), llguidance's
+   ``LLTokenizer`` (its trie and its slices), and
    each engine compiles a one-rule grammar and fills its first mask, so that
    per-vocabulary work is done; module imports (Lark's loader, cfgmask's JSON
    Schema front end) are a once-per-process cost and are done here too;
@@ -110,24 +112,31 @@ def with_start(text, start):
 # ---------------------------------------------------------------- worker
 
 class Engines:
-    def __init__(self, dump, llg):
+    def __init__(self, dump, llg, bare_vocab=False):
         import numpy as np
         import cfgmask
         from cfgmask.engine.vocab import Vocabulary
         from benchmarks.run_ttfm import load_dump, llg_tokenizer
         self.np, self.cfgmask = np, cfgmask
         tb, eos, vs = load_dump(dump)
+        t0 = time.perf_counter()
         self.vocab = Vocabulary(tb, eos, vs)
         prep = self.vocab.prepared()
         prep.trie, prep.token_bytes_flat  # noqa: B018 - prepared, untimed
-        if hasattr(prep, "first_byte_sets"):
+        if hasattr(self.vocab, "prepare") and not bare_vocab:
+            self.vocab.prepare()       # the trie, first bytes and standard slices
+        elif hasattr(prep, "first_byte_sets"):
             prep.first_byte_sets()
+        # what the tokenizer's preparation took (not part of any cell; reported)
+        self.prepare_s = {"cfgmask": time.perf_counter() - t0}
         self.llg = None
         if llg:
             import llguidance
             import llguidance.numpy
             self.llg = llguidance
-            self.lltok = llg_tokenizer(tb, eos)
+            t0 = time.perf_counter()
+            self.lltok = llg_tokenizer(tb, eos)   # its slices are made here
+            self.prepare_s["llguidance"] = time.perf_counter() - t0
         # imports are a once-per-process cost, untimed: Lark's loader and the
         # JSON Schema front end (a package of 15 modules, ~10 ms to import with
         # its bytecode cached, ~50 ms when it must be compiled)
@@ -175,7 +184,7 @@ def _timed(fn, spec):
 def worker(args):
     specs = {s[0]: s for s in grammar_specs(args.get("mirror_dir"), args.get("grammar_dir"),
                                               args.get("smoke", False))}
-    e = Engines(args["dump"], args["llg"])
+    e = Engines(args["dump"], args["llg"], args.get("bare_vocab", False))
     if args.get("first"):  # warm: another grammar first, untimed
         first = specs[args["first"]]
         e.cfgmask_first(first)
@@ -185,6 +194,7 @@ def worker(args):
     out = {"cfgmask": _timed(e.cfgmask_first, spec)}
     if e.llg:
         out["llguidance"] = _timed(e.llg_first, spec)
+    out["prepare_s"] = e.prepare_s
     return out
 
 
@@ -229,6 +239,8 @@ def main():
     ap.add_argument("--grammar-dir", default=None)
     ap.add_argument("--only", nargs="*", help="grammar names to run")
     ap.add_argument("--no-llguidance", action="store_true")
+    ap.add_argument("--bare-vocab", action="store_true",
+                    help="prepare cfgmask's vocabulary without its standard slices (Vocabulary.prepare)")
     ap.add_argument("--smoke", action="store_true", help="json.lark and one schema, once; JSON only")
     ap.add_argument("--json", help="write the raw results here")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -250,7 +262,7 @@ def main():
     from benchmarks.run_ttfm import dump_vocab
     dump_vocab(a.tokenizer, dump)
     base = {"dump": dump, "llg": llg, "mirror_dir": a.mirror_dir, "grammar_dir": a.grammar_dir,
-            "smoke": a.smoke}
+            "smoke": a.smoke, "bare_vocab": a.bare_vocab}
     lines = {s[0]: (s[2].count("\n") + 1 if s[1] == "lark" else None) for s in specs}
     rows = {}
     for name in names:
@@ -260,11 +272,12 @@ def main():
         cold = [run_worker(dict(base, grammar=name)) for _ in range(repeat)]
         warm = [run_worker(dict(base, grammar=name, first=first)) for _ in range(repeat)]
         rows[name] = {"lines": lines[name], "cold": _summary(cold, llg),
-                      "warm": _summary(warm, llg), "warm_after": first}
+                      "warm": _summary(warm, llg), "warm_after": first,
+                      "prepare_ms": _prepare_ms(cold + warm)}
         if not a.smoke:
             print(f"# {name}: {rows[name]}", file=sys.stderr)
     result = {"tokenizer": a.tokenizer, "repeat": repeat, "llguidance": llg, "rows": rows,
-              "commit": _commit()}
+              "commit": _commit(), "bare_vocab": a.bare_vocab}
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1)
@@ -274,6 +287,16 @@ def main():
         return 1 if bad else 0
     print(table(result))
     return 0
+
+
+def _prepare_ms(runs):
+    """Median tokenizer preparation per engine over ``runs`` (ms)."""
+    out = {}
+    for eng in ("cfgmask", "llguidance"):
+        xs = [r["prepare_s"][eng] for r in runs if eng in r.get("prepare_s", {})]
+        if xs:
+            out[eng] = 1e3 * statistics.median(xs)
+    return out
 
 
 def _commit():
@@ -316,6 +339,13 @@ def table(result):
         out.append("")
         out.append(f"Ratios over {len(ratios)} grammar x setting pairs: median "
                    f"{statistics.median(ratios):.1f}x, worst {max(ratios):.1f}x.")
+    prep = {eng: [r["prepare_ms"][eng] for r in result["rows"].values() if eng in r.get("prepare_ms", {})]
+            for eng in ("cfgmask", "llguidance")}
+    if prep["cfgmask"]:
+        out.append("Tokenizer preparation (untimed above; median over the processes): "
+                   + ", ".join(f"{eng} {statistics.median(v):.0f} ms" for eng, v in prep.items() if v)
+                   + (" (cfgmask without its standard slices: --bare-vocab)" if not result.get("bare_vocab")
+                      else " (--bare-vocab: no standard slices)") + ".")
     return "\n".join(out)
 
 

@@ -167,6 +167,8 @@ class Cfgmask:
         self.cfgmask, self.compile_schema, self.cold = cfgmask, compile_schema, cold
         self.vocab = cfgmask.Vocabulary.from_tekken(tok.path)
         self.bm = np.zeros((1, (self.vocab.vocab_size + 31) // 32), np.int32)
+        if hasattr(self.vocab, "prepare"):  # the tokenizer prepared, as LLTokenizer is
+            self.vocab.prepare()
         c = cfgmask.compile(cfgmask.Grammar.from_lark('start: "a"\n'), self.vocab)
         c.matcher().fill_bitmask(self.bm)   # per-vocabulary work done here, not in the first TTFM
 

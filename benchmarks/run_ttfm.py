@@ -150,7 +150,9 @@ def worker_ttfm(args):
     if hasattr(vocab, "prepared"):
         prep = vocab.prepared()
         prep.trie, prep.token_bytes_flat  # noqa: B018 - the prepared vocabulary, not timed
-        if hasattr(prep, "first_byte_sets"):
+        if hasattr(vocab, "prepare"):   # trie, first bytes, standard slices
+            vocab.prepare()
+        elif hasattr(prep, "first_byte_sets"):
             prep.first_byte_sets()
         parts = prep.loaded()
     else:  # an older cfgmask (--baseline-src): its trie, cached on the Vocabulary

@@ -740,6 +740,8 @@ class GrammarLogitsProcessor(*_BASES):
             raise ValueError("cfgmask.vllm.GrammarLogitsProcessor does not support speculative decoding")
         if vocab is None:
             vocab = _load_vocab(vllm_config)
+        # the per-vocabulary work (trie, standard slices) at start-up, not in the first request
+        vocab.prepare()
         self.vocab = vocab
         self._batch = _MaskBatch(vocab, vocab.eos_token_ids, device, pin)
         self._rows = {}  # V1: batch index -> _Row; V2: request slot -> _Row

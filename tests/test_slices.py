@@ -292,3 +292,45 @@ def test_patterns_taken_as_finite_are_finite():
         assert not has_cycle(dfa.trans), p
         checked += 1
     assert checked > 20
+
+
+def _tables_arrays(tables):
+    """The tables as stored, slice names left out (tables are shared by digest:
+    the first grammar to lay them out names them)."""
+    meta, arrays = S._to_arrays(tables)
+    meta["slices"] = [dict(s, name=None) for s in meta["slices"]]
+    return meta, {k: np.asarray(v) for k, v in arrays.items()}
+
+
+@pytest.mark.parametrize("source", ["json.lark", "schema"])
+def test_standard_slices_are_what_json_grammars_keep(source, monkeypatch, tmp_path):
+    """The standard candidates are the run slices json.lark and a JSON schema's
+    string derive (same digests), and a vocabulary prepared with them gives a
+    compile the very tables (every array equal) it would build itself."""
+    monkeypatch.setenv("CFGMASK_CACHE_DIR", str(tmp_path))
+    g = (cfgmask.Grammar.builtin("json") if source == "json.lark"
+         else cfgmask.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}))
+    standard = {s.key() for s in S.standard_candidates()}
+    derived = {s.key() for s in S.derive(g, LexerSpec(g)) if s.name.startswith("run[STRING]")}
+    assert len(standard) == 4 and standard <= derived     # json.lark's has its \\uXXXX digits too
+    tokens, eos = V.smollm2_vocab().token_bytes, V.smollm2_vocab().eos_token_ids
+    S._RUN_SLICES.clear()       # the standard automata made again, not shared with the bare build
+    bare = cfgmask.Vocabulary(tokens, eos)              # a new Vocabulary: its own memos
+    built = cfgmask.compile(g, bare).slices
+    monkeypatch.setenv("CFGMASK_CACHE_DIR", str(tmp_path / "other"))   # no disk entry to share
+    ready = cfgmask.Vocabulary(tokens, eos)
+    standard_tables = ready.prepare().standard_slices()
+    got = cfgmask.compile(g, ready).slices
+    assert got is standard_tables                       # laid out once, at preparation
+    (m1, a1), (m2, a2) = _tables_arrays(built), _tables_arrays(got)
+    assert m1 == m2
+    assert a1.keys() == a2.keys() and all(np.array_equal(a1[k], a2[k]) for k in a1)
+
+
+def test_standard_slices_on_a_tiny_vocabulary():
+    """Too few tokens for any slice: nothing prepared, compiles unchanged."""
+    vocab = cfgmask.Vocabulary([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
+    assert vocab.prepare().standard_slices() is None
+    c = cfgmask.compile(cfgmask.Grammar.builtin("json"), vocab)
+    m = c.matcher()
+    assert m.allowed_tokens().tolist() == sorted(set(b"{[\"-0123456789tfn \t\n\r"))

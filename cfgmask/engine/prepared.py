@@ -144,6 +144,8 @@ class PreparedVocab:
         self._keys = {}
         self._lock = threading.RLock()
         self._trie = None
+        self._standard_slices = None
+        self._standard_lock = threading.Lock()
 
     # ---- parts -----------------------------------------------------------
     def part(self, name):
@@ -206,6 +208,20 @@ class PreparedVocab:
             part = self.part("first_bytes")
             t._first_byte_sets = (part["offsets"], part["words"], part["bits"])
         return t._first_byte_sets
+
+    def standard_slices(self):
+        """The slices many grammars share (the body of a JSON string), prepared
+        once: their token sets and tables are computed (or read from the disk
+        cache) and memoised here, so that a grammar keeping them lays out no
+        trie of its own (:func:`cfgmask.engine.slices.prepare_standard`).
+        Returns their :class:`~cfgmask.engine.slices.SliceTables`, or None when
+        the vocabulary is too small for any.  Idempotent."""
+        if self._standard_slices is None:
+            with self._standard_lock:
+                if self._standard_slices is None:
+                    from cfgmask.engine import slices
+                    self._standard_slices = (slices.prepare_standard(self),)
+        return self._standard_slices[0]
 
     @property
     def token_bytes_flat(self):

@@ -741,8 +741,7 @@ def _for_grammar(grammar, lexer_spec, prepared, options, rederive):
     starts = np.unpackbits(np.frombuffer(b"".join(firsts), np.uint8), bitorder="little")
     bound = starts.reshape(len(firsts), 256).astype(np.int64) @ trie.first_byte_counts().astype(np.int64)
     viable = np.flatnonzero(bound >= threshold).tolist()
-    base = {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
-            "vocab": prepared.vocab.fingerprint(), "options": {k: options[k] for k in sorted(options)}}
+    base = _tables_base(prepared, options)
     memberships = _prepared_memo(prepared, "_slice_memberships", _MEMBERSHIP_MEMO_SIZE)
     own = None    # the chosen slices' own token sets, when chosen here
 
@@ -760,7 +759,27 @@ def _for_grammar(grammar, lexer_spec, prepared, options, rederive):
         persist=lambda build_s: build_s > cache.PERSIST_ABOVE_S)
     chosen = [viable[j] for j in meta["chosen"]]
 
-    tables_key = dict(base, chosen=[keys[i] for i in chosen])
+    def chosen_slices():
+        candidates = _derived_as_listed(grammar, lexer_spec, terminals_memo, len(keys))
+        return [candidates[i] for i in chosen]
+    return _tables_for([keys[i] for i in chosen], chosen_slices, own, prepared, base, memberships)
+
+
+def _tables_base(prepared, options):
+    """The part of a choice's and a table's cache key that is not the slices."""
+    return {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
+            "vocab": prepared.vocab.fingerprint(), "options": {k: options[k] for k in sorted(options)}}
+
+
+def _tables_for(chosen_keys, chosen_slices, own, prepared, base, memberships):
+    """The :class:`SliceTables` of the chosen slices (digests ``chosen_keys``, in
+    priority order; ``chosen_slices()`` gives the slices themselves, only needed
+    when the tables must be built), memoised on the prepared vocabulary and kept
+    in the disk cache.  They are a function of that ordered list alone: a
+    slice's own tokens are its members minus those of the slices chosen before
+    it.  ``own``: those own sets, when the caller has them."""
+    trie, special, V = prepared.trie, prepared.token_special, prepared.vocab.vocab_size
+    tables_key = dict(base, chosen=list(chosen_keys))
     tables_digest = cache.key_digest(tables_key)
     memo = _prepared_memo(prepared, "_slice_tables", _TABLE_CACHE_SIZE)
     tables = memo.get(tables_digest)
@@ -769,20 +788,66 @@ def _for_grammar(grammar, lexer_spec, prepared, options, rederive):
 
     def read(meta, arrays):     # the entry's checks, then its tables
         nonlocal tables
-        if check_tables(meta, arrays, len(chosen), V, trie.max_depth):
-            tables = _from_arrays(meta, arrays, [keys[i] for i in chosen])
+        if check_tables(meta, arrays, len(chosen_keys), V, trie.max_depth):
+            tables = _from_arrays(meta, arrays, list(chosen_keys))
         return tables is not None
 
     def build():
         nonlocal tables
-        candidates = _derived_as_listed(grammar, lexer_spec, terminals_memo, len(keys))
-        slices = [candidates[i] for i in chosen]
+        slices = chosen_slices()
         tables = layout(slices, own if own is not None else _own_sets(slices, trie, special, V, memberships),
                         trie, V)
         return _to_arrays(tables)
     cache.cached_build("slices", tables_key, build, validate=read)
     memo.put(tables_digest, tables)
     return tables
+
+
+# ---------------------------------------------------------------- standard slices
+
+#: Character classes whose run slices many grammars share, prepared once per
+#: vocabulary (:func:`prepare_standard`): the body of a JSON string (every
+#: character but ``"``, ``\`` and the controls), which every JSON Schema
+#: grammar and JSON-like ``.lark`` grammars (json.lark) repeat.  Their
+#: candidates are exactly the run slices :func:`derive` offers for such a
+#: terminal (same automata, so the same digests: tests/test_slices.py checks).
+STANDARD_RUN_CLASSES = (
+    ("JSON string", ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF))),
+)
+
+
+def standard_candidates():
+    """The run slices of :data:`STANDARD_RUN_CLASSES`, each class's variants in
+    the order :func:`derive` offers them (unbounded, then 4, 8, 16)."""
+    out = []
+    for label, ranges in STANDARD_RUN_CLASSES:
+        cls = class_regex(ranges)
+        for suffix in ["+"] + [f"{{1,{k}}}" for k in BOUNDED_RUNS]:
+            sl = _run_slice(cls, suffix)
+            if sl is not None:
+                out.append(sl.renamed(f"run[{label}]{suffix}"))
+    return out
+
+
+def prepare_standard(prepared):
+    """Compute, on a prepared vocabulary, what the standard slices cost a first
+    compile: each candidate's token set, and the tables of the set :func:`choose`
+    keeps of them alone (default options).  A grammar whose candidates include
+    them then finds their token sets memoised, and one that keeps exactly that
+    set (json.lark and most JSON schemas) finds its tables: its compile derives
+    and chooses, and lays out no trie.  This is per-vocabulary work, like the
+    trie: llguidance likewise computes its slices when a tokenizer is made
+    (``LLTokenizer(..., slices=...)``).  Returns the tables (None when the
+    vocabulary is too small for any)."""
+    trie, special, V = prepared.trie, prepared.token_special, prepared.vocab.vocab_size
+    memberships = _prepared_memo(prepared, "_slice_memberships", _MEMBERSHIP_MEMO_SIZE)
+    candidates = standard_candidates()
+    chosen, own = choose(candidates, trie, special, V, memberships=memberships)
+    if not chosen:
+        return None
+    slices = [candidates[i] for i in chosen]
+    return _tables_for([c.key() for c in slices], lambda: slices, own, prepared,
+                       _tables_base(prepared, {}), memberships)
 
 
 def _to_arrays(tables):

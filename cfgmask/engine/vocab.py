@@ -263,6 +263,20 @@ class Vocabulary:
                     self._prepared = PreparedVocab(self)
         return self._prepared
 
+    def prepare(self) -> PreparedVocab:
+        """Build now what is computed once per vocabulary, instead of in the first
+        :func:`~cfgmask.compile` against it: the token trie, its tokens grouped by
+        first byte, and the standard slices (the token sets of JSON string
+        bodies, which JSON Schema grammars and JSON-like ``.lark`` grammars
+        share).  A server calls it at start-up so that its first request does
+        not pay for them; each comes from the disk cache when it is there.
+        Idempotent; returns :meth:`prepared`."""
+        p = self.prepared()
+        p.trie  # noqa: B018 - built or loaded here
+        p.first_byte_sets()
+        p.standard_slices()
+        return p
+
     def trie(self) -> TokTrie:
         """The :class:`~cfgmask.engine.trie.TokTrie` of this vocabulary (``prepared().trie``),
         built or loaded on first use and shared by every grammar compiled against it."""
