@@ -334,3 +334,28 @@ def test_standard_slices_on_a_tiny_vocabulary():
     c = cfgmask.compile(cfgmask.Grammar.builtin("json"), vocab)
     m = c.matcher()
     assert m.allowed_tokens().tolist() == sorted(set(b"{[\"-0123456789tfn \t\n\r"))
+
+
+@pytest.mark.parametrize("tokenizer", ["smollm2", "tekken"])
+def test_partition_tries_equal_one_filtered_trie_per_part(tokenizer):
+    """_fast/_slicewalk.partition_tries against filtered_trie_numpy of each part,
+    on random partitions (some tokens in no part, empty parts, 1 to 33 parts)
+    and on a real slice layout's partition."""
+    trie = TOKENIZERS[tokenizer][0]().prepared().trie
+    rng = np.random.default_rng(5)
+    V = trie.vocab_size
+    cases = [(rng.integers(0, k + 1, V).astype(np.uint8), k) for k in (1, 2, 8, 33)]
+    cases.append((np.full(V, 3, np.uint8), 3))       # every part empty: the root alone
+    c = compiled("json", tokenizer)
+    if c.slices is not None:
+        part = np.full(V, c.slices.n, np.uint8)
+        for j in range(c.slices.n):
+            part[c.slices.tokens[j]] = j
+        cases.append((part, c.slices.n + 1))
+    for part, k in cases:
+        got = W.partition_tries(trie, part, k)
+        assert len(got) == k
+        for p in range(k):
+            want = W.filtered_trie_numpy(trie, part == p)
+            for a, b in zip(got[p], want):
+                assert a.dtype == b.dtype and np.array_equal(a, b), (k, p)

@@ -12,7 +12,9 @@ pre-order arrays and never modify them.
   Only tokens in the trie can be members: they are the only ones the
   runtime's walks see.
 * :func:`filtered_trie`: the sub-trie holding a set of tokens, in the same
-  layout, derived from the full trie without sorting.
+  layout, derived from the full trie without sorting; :func:`partition_tries`
+  makes one for each part of a partition of the tokens, sharing one pass over
+  the trie (a slice layout's tries: one per slice and the rest).
 """
 
 import os
@@ -20,6 +22,7 @@ import os
 import numpy as np
 
 from cfgmask._fast._slicewalk import filtered_trie as _filtered_trie_c, live_nodes, live_tokens
+from cfgmask._fast._slicewalk import partition_tries as _partition_tries_c
 
 
 def trie_membership(dfa, trie, special, lead=None):
@@ -127,3 +130,16 @@ def filtered_trie_numpy(trie, keep_token):
     send = first_kept_at[np.asarray(trie.node_subtree_end)[keep_idx]].astype(np.int32)
     return (np.asarray(trie.node_byte)[keep_idx].copy(), depth[keep_idx].astype(np.int32),
             node_token, send)
+
+
+def partition_tries(trie, part_of_token, n_parts):
+    """``[filtered_trie(trie, part_of_token == p) for p in range(n_parts)]``
+    (``part_of_token``: uint8 per token id, a value ``>= n_parts`` in no part),
+    by one pass that finds the parts under each node and two per part
+    (``_fast/_slicewalk.pyx``); the list of :func:`filtered_trie` calls is its
+    reference (``CFGMASK_PURE_SLICES=1``)."""
+    part_of_token = np.ascontiguousarray(part_of_token, dtype=np.uint8)
+    if os.environ.get("CFGMASK_PURE_SLICES") == "1":
+        return [filtered_trie_numpy(trie, part_of_token == p) for p in range(n_parts)]
+    return _partition_tries_c(trie.node_byte, trie.node_depth, trie.node_token, trie.node_subtree_end,
+                              part_of_token, int(n_parts))

@@ -49,7 +49,7 @@ from cfgmask import cache
 from cfgmask.automata import (CODE_MODULES, ByteDFA, class_regex, column_classes, compile_regex,
                               has_cycle, repeat_classes, unescaped_characters)
 from cfgmask.cache import BoundedMemo
-from cfgmask.engine.slice_walk import filtered_trie, trie_membership
+from cfgmask.engine.slice_walk import partition_tries, trie_membership
 from cfgmask.engine.trie import check_forest
 from cfgmask.errors import GrammarError
 
@@ -510,25 +510,19 @@ def layout(slices, own, trie, vocab_size):
     """The forest of filtered tries (one per slice with its own tokens, then the
     rest) and the containment tree: a :class:`SliceTables`."""
     V = vocab_size
-    taken = np.zeros(V, dtype=np.bool_)
-    for mine in own:
-        taken |= mine
+    # each token's trie: its slice's own, else the rest (index len(slices)); own
+    # sets are disjoint, so the rest is what no slice took
+    part_of_token = np.full(V, len(slices), dtype=np.uint8)
+    for j, mine in enumerate(own):
+        part_of_token[mine] = j
     parts, lo, hi = [], [], []
     base = 0
-
-    def add_trie(keep):
-        nonlocal base
-        nb, nd, nt, ne = filtered_trie(trie, keep)
+    for nb, nd, nt, ne in partition_tries(trie, part_of_token, len(slices) + 1):
         parts.append((nb, nd, nt, ne + base))
-        start = base
+        lo.append(base)
         base += len(nb)
-        return start, base
-
-    for j in range(len(slices)):
-        a, b = add_trie(own[j])
-        lo.append(a)
-        hi.append(b)
-    rest_lo, rest_hi = add_trie(~taken)
+        hi.append(base)
+    rest_lo, rest_hi = lo.pop(), hi.pop()
     forest = {
         "node_byte": np.concatenate([p[0] for p in parts]).astype(np.uint8),
         "node_depth": np.concatenate([p[1] for p in parts]).astype(np.int32),
