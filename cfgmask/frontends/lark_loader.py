@@ -14,7 +14,10 @@ hash-consed as ``(template, argument ids)``, so even names that would double
 in length at every level cost O(1) each.  The simulation stops with a
 :class:`GrammarError` at :data:`MAX_TEMPLATE_DEPTH` nested instances,
 :data:`MAX_TEMPLATE_INSTANCES` instances or :data:`MAX_TEMPLATE_NAME_CHARS`
-characters of instance names.  A rule whose sequences Lark would multiply
+characters of instance names.  (Both steps run through our own copies where
+they are sure to give Lark's result: :mod:`~cfgmask.frontends.lark_parse`
+reads the text, :mod:`~cfgmask.frontends.lark_compile` compiles it, each
+handing anything else to Lark's own function.)  A rule whose sequences Lark would multiply
 out into more than :data:`FACTOR_PRODUCTS_ABOVE` alternatives (``a? b? c?
 ...``) has those parts moved into rules of their own first
 (:func:`factor_products`; lg-sqlite: 4,612 -> 972 BNF rules, its load 0.30 ->
@@ -57,7 +60,7 @@ import re
 from cfgmask.automata import parse_pattern, unescaped_characters
 from cfgmask.automata.reparse import parse as parse_regex
 from cfgmask.errors import GrammarError
-from cfgmask.frontends import lark_meta, lark_parse
+from cfgmask.frontends import lark_compile, lark_meta, lark_parse
 
 # lark itself (~35 ms to import) is imported inside the functions that use it: a
 # grammar the disk cache holds never needs it (frontends/grammar_cache.py)
@@ -128,7 +131,12 @@ def load(text, start, import_paths, source):
         raise _nesting_error(where) from e
     starts = [start] if isinstance(start, str) else list(start)
     try:
-        terminals, rules, ignore = loaded.compile(starts, set())
+        try:
+            terminals, rules, ignore = lark_compile.compile_grammar(loaded, starts, set())
+        except lark_compile.Unsupported:
+            # Lark's own compile: its result, or its error (anything ours cannot
+            # vouch for, every refusal among them)
+            terminals, rules, ignore = loaded.compile(starts, set())
         refused = _earley_would_refuse(terminals, rules, starts)
     except Exception as e:  # noqa: BLE001
         raise _compile_error(e, loaded, start, where, LarkError) from e
