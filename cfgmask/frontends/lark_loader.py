@@ -16,8 +16,9 @@ in length at every level cost O(1) each.  The simulation stops with a
 :data:`MAX_TEMPLATE_INSTANCES` instances or :data:`MAX_TEMPLATE_NAME_CHARS`
 characters of instance names.  (Both steps run through our own copies where
 they are sure to give Lark's result: :mod:`~cfgmask.frontends.lark_parse`
-reads the text, :mod:`~cfgmask.frontends.lark_compile` compiles it, each
-handing anything else to Lark's own function.)  A rule whose sequences Lark would multiply
+reads the text, :mod:`~cfgmask.frontends.lark_build` checks the definitions,
+:mod:`~cfgmask.frontends.lark_compile` compiles them, each handing anything
+else to Lark's own function.)  A rule whose sequences Lark would multiply
 out into more than :data:`FACTOR_PRODUCTS_ABOVE` alternatives (``a? b? c?
 ...``) has those parts moved into rules of their own first
 (:func:`factor_products`; lg-sqlite: 4,612 -> 972 BNF rules, its load 0.30 ->
@@ -60,7 +61,7 @@ import re
 from cfgmask.automata import parse_pattern, unescaped_characters
 from cfgmask.automata.reparse import parse as parse_regex
 from cfgmask.errors import GrammarError
-from cfgmask.frontends import lark_compile, lark_meta, lark_parse
+from cfgmask.frontends import lark_build, lark_compile, lark_meta, lark_parse
 
 # lark itself (~35 ms to import) is imported inside the functions that use it: a
 # grammar the disk cache holds never needs it (frontends/grammar_cache.py)
@@ -108,7 +109,6 @@ def load(text, start, import_paths, source):
     checks its construction made).  The files let the grammar cache notice
     when an import changes."""
     from lark.exceptions import LarkError
-    from lark.load_grammar import load_grammar
 
     where = source or "grammar"
     # before load_grammar: its first call builds Lark's parser for .lark text; the LALR
@@ -119,7 +119,7 @@ def load(text, start, import_paths, source):
     lark_parse.install()
     _memoise_lark_widths()
     try:
-        loaded, used_files = load_grammar(text, source or "<string>", list(import_paths), False)
+        loaded, used_files = lark_build.load_grammar(text, source or "<string>", list(import_paths))
     except Exception as e:  # noqa: BLE001 - every failure becomes a GrammarError
         raise _load_error(e, where, LarkError) from e
     try:
