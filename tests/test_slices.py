@@ -302,16 +302,23 @@ def _tables_arrays(tables):
     return meta, {k: np.asarray(v) for k, v in arrays.items()}
 
 
-@pytest.mark.parametrize("source", ["json.lark", "schema"])
+@pytest.mark.parametrize("source", ["json.lark", "schema", "common"])
 def test_standard_slices_are_what_json_grammars_keep(source, monkeypatch, tmp_path):
-    """The standard candidates are the run slices json.lark and a JSON schema's
-    string derive (same digests), and a vocabulary prepared with them gives a
-    compile the very tables (every array equal) it would build itself."""
+    """The standard candidates are the run slices json.lark, a JSON schema's
+    string and Lark's common.ESCAPED_STRING derive (same digests), and a
+    vocabulary prepared with them gives a compile the very tables (every array
+    equal) it would build itself."""
     monkeypatch.setenv("CFGMASK_CACHE_DIR", str(tmp_path))
-    g = (cfgmask.Grammar.builtin("json") if source == "json.lark"
-         else cfgmask.Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}))
-    standard = {s.key() for s in S.standard_candidates()}
-    derived = {s.key() for s in S.derive(g, LexerSpec(g)) if s.name.startswith("run[STRING]")}
+    label, make = {
+        "json.lark": ("JSON string", lambda: cfgmask.Grammar.builtin("json")),
+        "schema": ("JSON string", lambda: cfgmask.Grammar.from_json_schema(
+            {"type": "object", "properties": {"a": {"type": "string"}}})),
+        "common": ("Lark string", lambda: cfgmask.Grammar.from_lark(
+            'start: "[" [ESCAPED_STRING ("," ESCAPED_STRING)*] "]"\n%import common.ESCAPED_STRING\n')),
+    }[source]
+    g = make()
+    standard = {s.key() for s in S.standard_candidates() if s.name.startswith(f"run[{label}]")}
+    derived = {s.key() for s in S.derive(g, LexerSpec(g))}
     assert len(standard) == 4 and standard <= derived     # json.lark's has its \\uXXXX digits too
     tokens, eos = V.smollm2_vocab().token_bytes, V.smollm2_vocab().eos_token_ids
     S._RUN_SLICES.clear()       # the standard automata made again, not shared with the bare build
@@ -321,7 +328,8 @@ def test_standard_slices_are_what_json_grammars_keep(source, monkeypatch, tmp_pa
     ready = cfgmask.Vocabulary(tokens, eos)
     standard_tables = ready.prepare().standard_slices()
     got = cfgmask.compile(g, ready).slices
-    assert got is standard_tables                       # laid out once, at preparation
+    labels = [c[0] for c in S.STANDARD_RUN_CLASSES]
+    assert got is standard_tables[labels.index(label)]  # laid out once, at preparation
     (m1, a1), (m2, a2) = _tables_arrays(built), _tables_arrays(got)
     assert m1 == m2
     assert a1.keys() == a2.keys() and all(np.array_equal(a1[k], a2[k]) for k in a1)
@@ -330,7 +338,7 @@ def test_standard_slices_are_what_json_grammars_keep(source, monkeypatch, tmp_pa
 def test_standard_slices_on_a_tiny_vocabulary():
     """Too few tokens for any slice: nothing prepared, compiles unchanged."""
     vocab = cfgmask.Vocabulary([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
-    assert vocab.prepare().standard_slices() is None
+    assert vocab.prepare().standard_slices() == [None] * len(S.STANDARD_RUN_CLASSES)
     c = cfgmask.compile(cfgmask.Grammar.builtin("json"), vocab)
     m = c.matcher()
     assert m.allowed_tokens().tolist() == sorted(set(b"{[\"-0123456789tfn \t\n\r"))

@@ -210,12 +210,13 @@ class PreparedVocab:
         return t._first_byte_sets
 
     def standard_slices(self):
-        """The slices many grammars share (the body of a JSON string), prepared
-        once: their token sets and tables are computed (or read from the disk
-        cache) and memoised here, so that a grammar keeping them lays out no
-        trie of its own (:func:`cfgmask.engine.slices.prepare_standard`).
-        Returns their :class:`~cfgmask.engine.slices.SliceTables`, or None when
-        the vocabulary is too small for any.  Idempotent."""
+        """The slices many grammars share (the bodies of JSON strings and of
+        Lark's ``common.ESCAPED_STRING``), prepared once: their token sets and
+        tables are computed (or read from the disk cache) and memoised here, so
+        that a grammar keeping them lays out no trie of its own
+        (:func:`cfgmask.engine.slices.prepare_standard`).  Returns a list with
+        the :class:`~cfgmask.engine.slices.SliceTables` of each class, None
+        where the vocabulary is too small for any.  Idempotent."""
         if self._standard_slices is None:
             with self._standard_lock:
                 if self._standard_slices is None:

@@ -802,11 +802,15 @@ def _tables_for(chosen_keys, chosen_slices, own, prepared, base, memberships):
 #: Character classes whose run slices many grammars share, prepared once per
 #: vocabulary (:func:`prepare_standard`): the body of a JSON string (every
 #: character but ``"``, ``\`` and the controls), which every JSON Schema
-#: grammar and JSON-like ``.lark`` grammars (json.lark) repeat.  Their
-#: candidates are exactly the run slices :func:`derive` offers for such a
-#: terminal (same automata, so the same digests: tests/test_slices.py checks).
+#: grammar and JSON-like ``.lark`` grammars (json.lark) repeat, and the body
+#: of Lark's ``common.ESCAPED_STRING`` as cfgmask reads it (every character
+#: but ``"``, ``\`` and a newline), which most third-party Lark grammars
+#: import.  Their candidates are exactly the run slices :func:`derive` offers
+#: for such a terminal (same automata, so the same digests:
+#: tests/test_slices.py checks).
 STANDARD_RUN_CLASSES = (
     ("JSON string", ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF))),
+    ("Lark string", ((0x00, 0x09), (0x0B, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF))),
 )
 
 
@@ -825,23 +829,27 @@ def standard_candidates():
 
 def prepare_standard(prepared):
     """Compute, on a prepared vocabulary, what the standard slices cost a first
-    compile: each candidate's token set, and the tables of the set :func:`choose`
-    keeps of them alone (default options).  A grammar whose candidates include
-    them then finds their token sets memoised, and one that keeps exactly that
-    set (json.lark and most JSON schemas) finds its tables: its compile derives
-    and chooses, and lays out no trie.  This is per-vocabulary work, like the
-    trie: llguidance likewise computes its slices when a tokenizer is made
-    (``LLTokenizer(..., slices=...)``).  Returns the tables (None when the
-    vocabulary is too small for any)."""
+    compile: each candidate's token set, and for each class the tables of the
+    set :func:`choose` keeps of its candidates alone (default options).  A
+    grammar whose candidates include them then finds their token sets
+    memoised, and one that keeps exactly such a set (json.lark, most JSON
+    schemas, a grammar whose only string is common.ESCAPED_STRING) finds its
+    tables: its compile derives and chooses, and lays out no trie.  This is
+    per-vocabulary work, like the trie: llguidance likewise computes its
+    slices when a tokenizer is made (``LLTokenizer(..., slices=...)``).
+    Returns the tables of each class (None where the vocabulary is too small
+    for any)."""
     trie, special, V = prepared.trie, prepared.token_special, prepared.vocab.vocab_size
     memberships = _prepared_memo(prepared, "_slice_memberships", _MEMBERSHIP_MEMO_SIZE)
-    candidates = standard_candidates()
-    chosen, own = choose(candidates, trie, special, V, memberships=memberships)
-    if not chosen:
-        return None
-    slices = [candidates[i] for i in chosen]
-    return _tables_for([c.key() for c in slices], lambda: slices, own, prepared,
-                       _tables_base(prepared, {}), memberships)
+    base = _tables_base(prepared, {})
+    out = []
+    for label, _ranges in STANDARD_RUN_CLASSES:
+        candidates = [c for c in standard_candidates() if c.name.startswith(f"run[{label}]")]
+        chosen, own = choose(candidates, trie, special, V, memberships=memberships)
+        slices = [candidates[i] for i in chosen]
+        out.append(_tables_for([c.key() for c in slices], lambda slices=slices: slices, own, prepared,
+                               base, memberships) if chosen else None)
+    return out
 
 
 def _to_arrays(tables):
