@@ -28,7 +28,7 @@ from lark.load_grammar import load_grammar
 from lark.tree import Tree
 
 from cfgmask.frontends.lark_compile import Unsupported, compile_grammar
-from tests.test_lark_loader import _text
+from tests.test_lark_loader import _rule_key, _term_key, _text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRAMMAR_FILES = sorted(glob.glob(os.path.join(ROOT, "grammars", "*.lark"))
@@ -40,22 +40,6 @@ RANDOM_GRAMMARS = int(os.environ.get("CFGMASK_RANDOM_GRAMMARS", "300"))
 
 
 # ----------------------------------------------------------------- comparison
-def _rule_key(r):
-    o = r.options
-    return (r.origin.name, type(r.origin).__name__,
-            tuple((type(s).__name__, s.name, s.is_term, getattr(s, "filter_out", None))
-                  for s in r.expansion),
-            type(r.expansion).__name__, r.alias, r.order,
-            None if o is None else (o.keep_all_tokens, o.expand1, o.priority,
-                                    o.template_source, o.empty_indices))
-
-
-def _term_key(t):
-    p = t.pattern
-    return (t.name, type(p).__name__, p.value, tuple(sorted(p.flags)), p.raw, t.priority,
-            p.to_regexp())
-
-
 def _key(result):
     terminals, rules, ignore = result
     return [_term_key(t) for t in terminals], [_rule_key(r) for r in rules], list(ignore)

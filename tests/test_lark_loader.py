@@ -29,9 +29,10 @@ def _lark_lark():
 
 def _rule_key(r):
     o = r.options
-    return (r.origin.name, tuple((s.name, s.is_term, getattr(s, "filter_out", None))
-                                 for s in r.expansion),
-            r.alias, r.order,
+    return (r.origin.name, type(r.origin).__name__,
+            tuple((type(s).__name__, s.name, s.is_term, getattr(s, "filter_out", None))
+                  for s in r.expansion),
+            type(r.expansion).__name__, r.alias, r.order,
             None if o is None else (o.keep_all_tokens, o.expand1, o.priority,
                                     o.template_source, o.empty_indices))
 

@@ -87,62 +87,16 @@ def live_tokens(const uint8_t[::1] live, const int32_t[::1] token_node, const ui
     return out
 
 
-def filtered_trie(const uint8_t[::1] node_byte, const int32_t[::1] node_depth,
-                  const int32_t[::1] node_token, const int32_t[::1] subtree_end,
-                  const uint8_t[::1] keep_token):
-    """``(node_byte, node_depth, node_token, subtree_end)`` of the sub-trie holding
-    the tokens with ``keep_token[id]``, in the same pre-order layout: a node is
-    kept when its subtree holds a kept token (the root always), a kept node's
-    token is -1 unless that token is kept, and subtree ends count kept nodes."""
-    cdef int64_t n = node_byte.shape[0], V = keep_token.shape[0]
-    cdef int64_t i, k
-    cdef int32_t t
-    if node_depth.shape[0] != n or node_token.shape[0] != n or subtree_end.shape[0] != n:
-        raise ValueError("filtered_trie: the trie's node arrays differ in length")
-    if n == 0:
-        raise ValueError("filtered_trie: a trie has a root")
-    for i in range(n):
-        if subtree_end[i] <= i or subtree_end[i] > n:
-            raise ValueError(f"filtered_trie: node {i} has subtree end {subtree_end[i]}")
-    own_before = np.zeros(n + 1, dtype=np.int64)     # kept tokens among nodes [0, i)
-    kept_before = np.zeros(n + 1, dtype=np.int64)    # kept nodes among [0, i)
-    cdef int64_t[::1] ob = own_before
-    cdef int64_t[::1] kb = kept_before
-    with nogil:
-        for i in range(n):
-            t = node_token[i]
-            ob[i + 1] = ob[i] + (1 if 0 <= t < V and keep_token[t] else 0)
-        for i in range(n):
-            kb[i + 1] = kb[i] + (1 if i == 0 or ob[subtree_end[i]] > ob[i] else 0)
-    cdef int64_t m = kb[n]
-    out_byte = np.empty(m, dtype=np.uint8)
-    out_depth = np.empty(m, dtype=np.int32)
-    out_token = np.empty(m, dtype=np.int32)
-    out_end = np.empty(m, dtype=np.int32)
-    cdef uint8_t[::1] ob_ = out_byte
-    cdef int32_t[::1] od = out_depth
-    cdef int32_t[::1] ot = out_token
-    cdef int32_t[::1] oe = out_end
-    with nogil:
-        k = 0
-        for i in range(n):
-            if kb[i + 1] == kb[i]:
-                continue
-            t = node_token[i]
-            ob_[k] = node_byte[i]
-            od[k] = node_depth[i]
-            ot[k] = t if (0 <= t < V and keep_token[t]) else -1
-            oe[k] = <int32_t>kb[subtree_end[i]]
-            k += 1
-    return out_byte, out_depth, out_token, out_end
-
-
 def partition_tries(const uint8_t[::1] node_byte, const int32_t[::1] node_depth,
                     const int32_t[::1] node_token, const int32_t[::1] subtree_end,
                     const uint8_t[::1] part_of_token, int n_parts):
-    """:func:`filtered_trie` for each part ``p < n_parts`` of a partition of the
-    tokens (``part_of_token[id]``; a value ``>= n_parts`` is in no part), as a
-    list of ``(node_byte, node_depth, node_token, subtree_end)``.
+    """The sub-trie of each part ``p < n_parts`` of a partition of the tokens
+    (``part_of_token[id]``; a value ``>= n_parts`` is in no part), as a list of
+    ``(node_byte, node_depth, node_token, subtree_end)`` in the trie's own
+    pre-order layout: a node is kept in part ``p``'s trie when its subtree
+    holds a token of ``p`` (the root always), a kept node's token is -1 unless
+    it is in ``p``, and subtree ends count kept nodes.  One part is the
+    filtered trie of a token set (``engine.slice_walk.filtered_trie``).
 
     One reverse pre-order pass gives each node the set of parts its subtree
     holds (a 64-bit mask: ``acc[d]`` collects the masks of the depth-``d`` nodes

@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-from cfgmask._fast._slicewalk import filtered_trie as _filtered_trie_c, live_nodes, live_tokens
+from cfgmask._fast._slicewalk import live_nodes, live_tokens
 from cfgmask._fast._slicewalk import partition_tries as _partition_tries_c
 
 
@@ -107,8 +107,10 @@ def filtered_trie(trie, keep_token):
     as arrays in the TokTrie layout, derived from the full trie without sorting."""
     if os.environ.get("CFGMASK_PURE_SLICES") == "1":
         return filtered_trie_numpy(trie, keep_token)
-    return _filtered_trie_c(trie.node_byte, trie.node_depth, trie.node_token, trie.node_subtree_end,
-                            np.ascontiguousarray(keep_token, dtype=np.uint8))
+    # a partition into one part: the kept tokens, the others in none
+    part = np.where(np.asarray(keep_token, dtype=np.bool_), 0, 1).astype(np.uint8)
+    return _partition_tries_c(trie.node_byte, trie.node_depth, trie.node_token, trie.node_subtree_end,
+                              part, 1)[0]
 
 
 def filtered_trie_numpy(trie, keep_token):
