@@ -160,3 +160,38 @@ def test_template_body_still_bounded():
     with pytest.raises(GrammarError) as ei:
         Grammar.from_lark(text)
     assert ei.value.construct == "expansion size"
+
+
+def test_duplicate_alternatives_lark_refuses_are_factored():
+    """Lark refuses a rule whose multiplied-out alternatives repeat ("Rules defined
+    twice", here after a group repeated ~ 1..2 is written out); factored, the
+    product never repeats, so cfgmask loads it, and Lark's parser of the factored
+    grammar (the same language) accepts what cfgmask's masks lead to.  This is
+    the one refusal of Lark's that cfgmask does not share."""
+    text = ('start: r1*\n'
+            '_u0: (T0) ([T1] () (["ab"] t{r1} ~ 2 | r1 "let"* start) ~ 2 |  | r1 start) ~ 1..2 r1\n'
+            'r1: (T1* "b"? | ( | ) _u0 "b"*) T1 ( | () "b"? T1 | T1*) | "let"? "x"i (() t{start}* | "c"+ | )\n'
+            't{x}: x | x "," t{x}\nT0: /c+/i\nT1: /c+/i | "let"\n%ignore " "\n')
+    with pytest.raises(lark.exceptions.GrammarError, match="Rules defined twice"):
+        lark.Lark(text, parser="earley", lexer="dynamic")
+    g = Grammar.from_lark(text)
+    assert "__u0_factor_" in g.rules_text()
+    loaded, _ = lark_loader.load(text, "start", [], None)
+    parser = lark.Lark(loaded.grammar, parser="earley", lexer="dynamic")
+    vocab, eos = _vocab()
+    c = cfgmask.compile(g, vocab)
+    rng = random.Random(3)
+    finished = 0
+    for _walk in range(60):
+        m = c.matcher()
+        for _step in range(16):
+            allowed = m.allowed_tokens().tolist()
+            short = [t for t in allowed if t < 128] or allowed
+            t = eos if eos in allowed and rng.random() < 0.3 else \
+                rng.choice(short if rng.random() < 0.7 else allowed)
+            if t == eos:
+                parser.parse(m.prefix.decode())
+                finished += 1
+                break
+            m.consume(t)
+    assert finished >= 10

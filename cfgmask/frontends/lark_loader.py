@@ -43,7 +43,10 @@ Invariants:
   ``rules``, ``ignore_tokens`` and ``grammar``, and a grammar that object
   refuses is refused (tests/test_lark_loader.py compares them); above it,
   the rules derive the same language through extra ``__<rule>_factor_<i>``
-  rules (tests/test_lark_factor.py compares masks and parses with Lark's);
+  rules (tests/test_lark_factor.py compares masks and parses with Lark's),
+  and the one refusal of Lark's that cfgmask does not share is there: "Rules
+  defined twice", which Lark raises when multiplying out repeats an
+  alternative and a factored product never does;
 * every exception out of :func:`load` is a :class:`GrammarError` naming the
   construct (``%import``, ``encoding``, ``regex syntax``, ``nesting depth``,
   ``template expansion``, ``lark``), with the original exception as
