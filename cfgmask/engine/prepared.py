@@ -221,8 +221,8 @@ class PreparedVocab:
             with self._standard_lock:
                 if self._standard_slices is None:
                     from cfgmask.engine import slices
-                    self._standard_slices = (slices.prepare_standard(self),)
-        return self._standard_slices[0]
+                    self._standard_slices = slices.prepare_standard(self)
+        return self._standard_slices
 
     @property
     def token_bytes_flat(self):

@@ -814,16 +814,16 @@ STANDARD_RUN_CLASSES = (
 )
 
 
-def standard_candidates():
-    """The run slices of :data:`STANDARD_RUN_CLASSES`, each class's variants in
-    the order :func:`derive` offers them (unbounded, then 4, 8, 16)."""
+def standard_candidates(label=None):
+    """The run slices of :data:`STANDARD_RUN_CLASSES` (of class ``label`` alone, if
+    given), each class's variants in the order :func:`derive` offers them."""
     out = []
-    for label, ranges in STANDARD_RUN_CLASSES:
+    for name, ranges in (c for c in STANDARD_RUN_CLASSES if label in (None, c[0])):
         cls = class_regex(ranges)
         for suffix in ["+"] + [f"{{1,{k}}}" for k in BOUNDED_RUNS]:
             sl = _run_slice(cls, suffix)
             if sl is not None:
-                out.append(sl.renamed(f"run[{label}]{suffix}"))
+                out.append(sl.renamed(f"run[{name}]{suffix}"))
     return out
 
 
@@ -844,7 +844,7 @@ def prepare_standard(prepared):
     base = _tables_base(prepared, {})
     out = []
     for label, _ranges in STANDARD_RUN_CLASSES:
-        candidates = [c for c in standard_candidates() if c.name.startswith(f"run[{label}]")]
+        candidates = standard_candidates(label)
         chosen, own = choose(candidates, trie, special, V, memberships=memberships)
         slices = [candidates[i] for i in chosen]
         out.append(_tables_for([c.key() for c in slices], lambda slices=slices: slices, own, prepared,

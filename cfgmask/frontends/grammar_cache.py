@@ -50,7 +50,8 @@ _LARK_FILES = ("__init__.py", "lark.py", "load_grammar.py", "grammar.py", "lexer
 
 # the cfgmask modules whose code decides what a cached grammar holds (part of the key)
 _CODE = ("cfgmask.grammar", "cfgmask.frontends.cfg", "cfgmask.frontends.lark_frontend",
-         "cfgmask.frontends.lark_loader", __name__)
+         "cfgmask.frontends.lark_loader", "cfgmask.frontends.lark_parse",
+         "cfgmask.frontends.lark_build", "cfgmask.frontends.lark_compile", __name__)
 
 _lark_hash = None
 _MEMORY_SIZE = 32
