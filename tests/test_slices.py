@@ -21,6 +21,7 @@ import pytest
 
 import cfgmask
 from cfgmask.engine import slice_walk as W
+from cfgmask.engine import slice_candidates as SC
 from cfgmask.engine import slices as S
 from cfgmask.engine.lexer import LexerSpec
 from support import corpora
@@ -221,7 +222,7 @@ def test_has_cycle_is_infinite_language(pattern):
     (r"(?=(?:a{1,3})\Z)[a-z]+", None),          # an intersection may be finite
     (r"abc", None), (r"(?!a)", None), (r"(?!a", None)])
 def test_lookahead_body(pattern, body):
-    assert S._lookahead_body(pattern) == body
+    assert SC._lookahead_body(pattern) == body
 
 
 def test_difference_terminals_offer_the_candidates_of_their_whole_pattern():
@@ -230,18 +231,18 @@ def test_difference_terminals_offer_the_candidates_of_their_whole_pattern():
     schema = {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}},
               "additionalProperties": {"type": "string", "maxLength": 40}}
     g = cfgmask.Grammar.from_json_schema(schema)
-    assert any(S._lookahead_body(p) for p in g.terminal_patterns)
+    assert any(SC._lookahead_body(p) for p in g.terminal_patterns)
     spec = LexerSpec(g)
-    S._TERMINAL_SLICES.clear()
+    SC._TERMINAL_SLICES.clear()
     fast = [(c.name, c.key()) for c in S.derive(g, spec)]
-    S._TERMINAL_SLICES.clear()
-    body = S._lookahead_body
+    SC._TERMINAL_SLICES.clear()
+    body = SC._lookahead_body
     try:
-        S._lookahead_body = lambda p: None
+        SC._lookahead_body = lambda p: None
         slow = [(c.name, c.key()) for c in S.derive(g, spec)]
     finally:
-        S._lookahead_body = body
-        S._TERMINAL_SLICES.clear()
+        SC._lookahead_body = body
+        SC._TERMINAL_SLICES.clear()
     assert fast == slow and any(name.startswith("run[") for name, _ in fast)
 
 
@@ -262,7 +263,7 @@ def test_choice_leaves_out_candidates_that_cannot_reach_the_threshold():
         cands = S.derive(g, spec)
         idx, _own = S.choose(cands, prepared.trie, prepared.token_special, vocab.vocab_size)
         assert [s.key() for s in tables.slices] == [cands[i].key() for i in idx]
-        assert any(S._lookahead_body(p) for p in g.terminal_patterns)
+        assert any(SC._lookahead_body(p) for p in g.terminal_patterns)
     assert set(grammars[0].terminal_patterns) != set(grammars[1].terminal_patterns)
     assert len(prepared.__dict__["_slice_choices"]) - before <= 1
 
@@ -281,7 +282,7 @@ def test_patterns_taken_as_finite_are_finite():
     schema = {"type": "object", "properties": {"a*b": {"enum": [1.5, "x+y", "{}"]},
                                                "n": {"type": "integer", "maximum": 99}}}
     patterns += compile_schema(cfgmask.Grammar, schema).terminal_patterns
-    finite = [p for p in patterns if S._MAYBE_INFINITE.search(p) is None]
+    finite = [p for p in patterns if SC._MAYBE_INFINITE.search(p) is None]
     assert len(finite) > 20
     checked = 0
     for p in finite:
@@ -321,7 +322,7 @@ def test_standard_slices_are_what_json_grammars_keep(source, monkeypatch, tmp_pa
     derived = {s.key() for s in S.derive(g, LexerSpec(g))}
     assert len(standard) == 4 and standard <= derived     # json.lark's has its \\uXXXX digits too
     tokens, eos = V.smollm2_vocab().token_bytes, V.smollm2_vocab().eos_token_ids
-    S._RUN_SLICES.clear()       # the standard automata made again, not shared with the bare build
+    SC._RUN_SLICES.clear()       # the standard automata made again, not shared with the bare build
     bare = cfgmask.Vocabulary(tokens, eos)              # a new Vocabulary: its own memos
     built = cfgmask.compile(g, bare).slices
     monkeypatch.setenv("CFGMASK_CACHE_DIR", str(tmp_path / "other"))   # no disk entry to share
@@ -367,3 +368,76 @@ def test_partition_tries_equal_one_filtered_trie_per_part(tokenizer):
             want = W.filtered_trie_numpy(trie, part == p)
             for a, b in zip(got[p], want):
                 assert a.dtype == b.dtype and np.array_equal(a, b), (k, p)
+
+
+def _packed_walk(dfa, prepared, lead=None):
+    """A slice automaton's tokens by the trie walk alone, packed as the memo keeps them."""
+    V = prepared.vocab.vocab_size
+    m = np.zeros(V, dtype=np.bool_)
+    got = W.trie_membership(dfa, prepared.trie, prepared.token_special, lead)
+    m[:min(V, len(got))] = got[:V]
+    return np.packbits(m, bitorder="little")
+
+
+@pytest.mark.parametrize("grammar", GRAMMARS)
+def test_run_slices_equal_their_regex_and_their_walk(grammar):
+    """Every run candidate of a bundled grammar: its automaton, chained from one
+    character's, equals the one compiled from the regex ``cls{1,k}`` / ``cls+``;
+    a bounded run's tokens, taken from the unbounded run's by character count,
+    equal the walk of its own automaton."""
+    prepared = V.smollm2_vocab().prepared()
+    g = cfgmask.Grammar.builtin(grammar)
+    runs = [c for c in S.derive(g, LexerSpec(g)) if c.run is not None]
+    assert any(c.run_of is not None for c in runs) and any(c.run_of is None for c in runs)
+    V_ = prepared.vocab.vocab_size
+    for c in runs:
+        ref = SC._run_dfa_by_regex(*c.run)
+        assert ref is not None and np.array_equal(c.dfa.trans, ref.trans), c.run
+        assert np.array_equal(c.first_bytes(), np.asarray(ref.trans[0]) >= 0), c.run
+        got = S._packed_membership(c, prepared.trie, prepared.token_special, V_, None)
+        assert np.array_equal(got, _packed_walk(ref, prepared)), c.run
+
+
+def test_unicode_and_refused_runs(monkeypatch):
+    # a class of multi-byte characters chains its UTF-8 states; a run whose automaton
+    # would pass the state limit is refused
+    for cls in ("[a-zA-Z_$\\u0080-\\U0010ffff]", "[\\u00e9\\u4e00-\\u9fff]", "[\\x00-\\U0010ffff]"):
+        for suffix, bound in (("+", None), ("{1,2}", 2), ("{1,16}", 16)):
+            sl = SC.run_slice(cls, suffix)
+            ref = SC._run_dfa_by_regex(cls, bound)
+            assert sl is not None and np.array_equal(sl.dfa.trans, ref.trans), (cls, suffix)
+    cls = "[\\u00e9\\u4e00-\\u9fff]"
+    inner = SC._one_character(cls).n_states - 1      # states of one character but its end
+    monkeypatch.setattr(SC, "_RUN_MAX_STATES", 12 * inner)
+    monkeypatch.setattr(SC, "_RUN_SLICES", S.BoundedMemo(16, order="fifo"))
+    assert SC.run_slice(cls, "{1,8}") is not None and SC.run_slice(cls, "{1,16}") is None
+    assert SC._run_dfa_by_regex(cls, 16) is None       # the regex compile refuses it too
+
+
+def test_prefix_slices_are_minimal_and_keep_their_tokens():
+    """A prefix slice's automaton is the minimal one of the prefix language: sql.lark's
+    identifiers, which exclude different keywords, share one prefix slice and one
+    cross slice, and the minimal automaton keeps the tokens of the terminal's own."""
+    prepared = V.smollm2_vocab().prepared()
+    g = cfgmask.Grammar.builtin("sql")
+    spec = LexerSpec(g)
+    idents = [t for t, n in enumerate(g.terminal_names) if n.endswith("_IDENT") and n not in
+              ("DQ_IDENT", "BACKTICK_IDENT", "BRACKET_IDENT") or n == "IDENT"]
+    assert len(idents) >= 5
+    prefixes = [SC.prefix_dfa(spec.dfa(t)) for t in idents]
+    assert len({p.trans.tobytes() for p in prefixes}) == 1
+    assert prefixes[0].n_states < min(spec.dfa(t).n_states for t in idents)
+    for t, p in zip(idents, prefixes):
+        raw = spec.dfa(t)
+        whole = S.ByteDFA(raw.trans, np.ones(raw.n_states, dtype=np.bool_))
+        assert np.array_equal(_packed_walk(p, prepared), _packed_walk(whole, prepared))
+    names = [c.name for c in S.derive(g, spec)]
+    assert sum(n.startswith("P[") and n.endswith("IDENT]") for n in names) == 4   # + DQ, backtick, bracket
+    # a cross slice named by its tail's parts: the digest does not change once the
+    # tail is made, and the tail is the prefix automaton with its first byte restricted
+    cross = [c for c in S.derive(g, spec) if c.lead is not None]
+    c = cross[0]
+    key = S.Slice(c.name, None, lead=c.lead, tail_of=c._tail_of).key()
+    base, row = c._tail_of
+    assert np.array_equal(c.tail.trans[1:], base.dfa.trans[1:]) and np.array_equal(c.tail.trans[0], row)
+    assert c.key() == key and c._digest() == key

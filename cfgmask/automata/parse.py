@@ -119,9 +119,10 @@ def one_char_ranges(subpattern, flags):
     """The code points of ``subpattern`` if it matches exactly the strings of
     one character from a set (a literal, a class, an alternation of those,
     possibly grouped); otherwise ``None``."""
-    if len(subpattern) != 1:
+    items = subpattern.data        # the list itself: SubPattern's __len__/__getitem__ are Python calls
+    if len(items) != 1:
         return None
-    op, av = subpattern[0]
+    op, av = items[0]
     if op in (LITERAL, NOT_LITERAL, ANY):
         return char_ranges(op, av, char_flags(flags))
     if op is IN:
@@ -229,12 +230,15 @@ def repeat_classes(pattern):
     class_ranges = {}
 
     def visit(sub, flags):
-        for op, av in sub:
+        # the node lists themselves (``.data``): SubPattern's Python-level
+        # __getitem__ and __len__ were 40% of this walk on sql.lark's identifiers
+        for op, av in sub.data:
             if op in (MAX_REPEAT, MIN_REPEAT):
                 lo, hi, body = av
                 key = None
-                if len(body) == 1 and body[0][0] is IN:
-                    key = (flags, tuple(body[0][1]))
+                items = body.data
+                if len(items) == 1 and items[0][0] is IN:
+                    key = (flags, tuple(items[0][1]))
                     ranges = class_ranges.get(key, _NO_RANGES)
                     if ranges is _NO_RANGES:
                         ranges = class_ranges[key] = one_char_ranges(body, flags)
@@ -242,11 +246,12 @@ def repeat_classes(pattern):
                         out.append((tuple(ranges), None if hi == MAXREPEAT else int(hi)))
                     continue     # a class has nothing inside to visit
                 ranges = one_char_ranges(body, flags)
-                if ranges is None and len(body) == 1 and body[0][0] is SUBPATTERN:
-                    body = body[0][1][3]
-                if ranges is None and len(body) == 1 and body[0][0] is BRANCH:
+                if ranges is None and len(items) == 1 and items[0][0] is SUBPATTERN:
+                    body = items[0][1][3]
+                    items = body.data
+                if ranges is None and len(items) == 1 and items[0][0] is BRANCH:
                     # (?:[^"\\]|\\.)*: take the one-character alternatives
-                    parts = [one_char_ranges(alt, flags) for alt in body[0][1][1]]
+                    parts = [one_char_ranges(alt, flags) for alt in items[0][1][1]]
                     parts = [p for p in parts if p]
                     ranges = ut.union(*parts) if parts else None
                 if ranges and hi != 1:

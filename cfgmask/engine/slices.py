@@ -22,6 +22,10 @@ terminals:
   the parser is unchanged and the next lexeme starts fresh, so the runtime
   settles all of them with one containment check of ``P_T`` at that start.
 
+The candidates and their automata come from
+:mod:`cfgmask.engine.slice_candidates`; this module chooses among them
+(:func:`choose`), lays the chosen ones out and caches all three steps.
+
 Layout (what :func:`layout` returns, what ``_fast/_runtime.pyx`` reads):
 
 * the slices form a **containment tree** by token set (a child's tokens are a
@@ -41,330 +45,20 @@ contained visits every token whose fate is not already settled.
 """
 
 import hashlib
-import re
 
 import numpy as np
 
 from cfgmask import cache
-from cfgmask.automata import (CODE_MODULES, ByteDFA, class_regex, column_classes, compile_regex,
-                              has_cycle, repeat_classes, unescaped_characters)
+from cfgmask.automata import CODE_MODULES, ByteDFA, class_regex
 from cfgmask.cache import BoundedMemo
+from cfgmask.engine import slice_candidates
+from cfgmask.engine.slice_candidates import BOUNDED_RUNS, Slice, derive, run_slice
 from cfgmask.engine.slice_walk import partition_tries, trie_membership
 from cfgmask.engine.trie import check_forest
-from cfgmask.errors import GrammarError
 
 MIN_SLICE_TOKENS = 256        # smaller slices do not pay for their trie and check
 MIN_SLICE_FRACTION = 0.004    # ... nor below this share of the vocabulary
 MAX_SLICES = 24
-BOUNDED_RUNS = (4, 8, 16)     # bounded variants of each run slice
-
-
-class Slice:
-    """One slice: a name, its automaton (a :class:`~cfgmask.automata.ByteDFA`) and,
-    for a cross slice, the leading byte and the automaton of what follows it."""
-
-    def __init__(self, name, dfa, lead=None, tail=None):
-        self.name = name
-        # a cross slice's automaton (c then P_T) is made from its lead and tail on
-        # first use: most candidates are never chosen (javascript.lark: 156 cross
-        # candidates, 22 ms of copies), and its digest reads the tail alone
-        self._dfa = dfa
-        self.lead = lead      # cross slices: the ignore byte c
-        self.tail = tail      # cross slices: the DFA of P_T
-        self._key = None      # never mutated after construction, so the digest is memoised
-        self._reps = {}       # (which, lexer byte classes) -> representative bytes
-
-    @property
-    def dfa(self):
-        if self._dfa is None:
-            self._dfa = _prepend(self.lead, self.tail)    # threads racing here make equal tables
-        return self._dfa
-
-    def first_bytes(self):
-        """bool[256]: the bytes a token of the slice can start with (a cross slice:
-        its lead alone, without making its automaton)."""
-        if self.lead is not None:
-            out = np.zeros(256, dtype=np.bool_)
-            out[self.lead] = True
-            return out
-        return np.asarray(self.dfa.trans[0]) >= 0
-
-    def byte_reps(self, class_of, tail=False):
-        """The bytes that are distinct for the containment product of this slice's
-        automaton (``tail``: the cross slice's tail) with a lexer whose byte classes
-        are ``class_of`` (bytes, one class per byte): the smallest byte of each
-        (lexer class, automaton column) pair, ascending, leaving out bytes on which
-        the automaton always dies.  Memoised per lexer partition, since the slice
-        tables, and so this object, are shared by every compile that keeps the slice
-        (0.05-0.1 ms a slice at each compile otherwise)."""
-        key = (tail, class_of)
-        got = self._reps.get(key)
-        if got is None:
-            alive, col_id = self._columns(tail)
-            # (lexer class, column) pairs as one int; the smallest byte of each
-            pair = np.frombuffer(class_of, dtype=np.uint8).astype(np.int64) * 256 + col_id
-            idx = np.flatnonzero(alive)
-            _u, first = np.unique(pair[idx], return_index=True)
-            got = self._reps[key] = bytes(np.sort(idx[first]).astype(np.uint8).tolist())
-        return got
-
-    def renamed(self, name):
-        """The same slice under another name (its digest and memos shared)."""
-        s = Slice(name, self._dfa, self.lead, self.tail)
-        # the digest is taken here, on the memoised original, so that every later
-        # copy shares it (a copy's own digest was lost with the copy: each new
-        # grammar hashed its memoised terminals' automata again)
-        s._key = self.key()
-        s._reps = self._reps
-        return s
-
-    def _columns(self, tail):
-        """``(alive bool[256], column id int64[256])`` of the slice's automaton (or its
-        tail): bytes with equal columns in the transition table share an id, and a
-        byte on which every state dies is not alive.  Memoised: it does not depend
-        on the lexer."""
-        k = ("columns", tail)
-        got = self._reps.get(k)
-        if got is None:
-            trans = np.asarray(self.tail.trans if tail else self.dfa.trans, dtype=np.int32)
-            alive = (trans >= 0).any(axis=0)
-            col_id = column_classes(trans)[0]      # the minimiser's column partition
-            got = self._reps[k] = (alive, col_id.astype(np.int64))
-        return got
-
-    def key(self):
-        if self._key is None:
-            self._key = self._digest()
-        return self._key
-
-    def _digest(self):
-        # a cross slice's automaton is a function of its lead and tail: the tail's
-        # table and the lead name it (equal digests exactly when the automata are equal)
-        h = hashlib.sha256()
-        d = self.tail if self.lead is not None else self.dfa
-        h.update(np.ascontiguousarray(d.trans, dtype=np.int32).tobytes())
-        h.update(bytes([0 if self.lead is None else 1, self.lead or 0]))
-        return h.hexdigest()
-
-    def __repr__(self):
-        return f"<Slice {self.name}>"
-
-
-# ---------------------------------------------------------------- derivation
-
-def _prefix_dfa(dfa):
-    """``dfa`` read as a prefix language: every live state accepts.  Shares
-    ``dfa``'s transition table through a read-only view (no slice code writes
-    into a table; a copy per terminal and per run was 2 s and 460 MB that
-    stayed allocated for sql.lark, issue 23)."""
-    trans = np.ascontiguousarray(dfa.trans, dtype=np.int32).view()
-    trans.flags.writeable = False
-    return ByteDFA(trans, np.ones(dfa.n_states, dtype=np.bool_),
-                       pattern=f"prefixes of {dfa.pattern}", name=dfa.name)
-
-
-def _prepend(byte, dfa):
-    """The DFA of ``bytes([byte]) + L(dfa)`` (prefix semantics)."""
-    n = dfa.n_states
-    trans = np.full((n + 1, 256), -1, dtype=np.int32)
-    trans[0, byte] = 1
-    trans[1:] = np.where(dfa.trans >= 0, dfa.trans + 1, -1)
-    return ByteDFA(trans, np.ones(n + 1, dtype=np.bool_), pattern=f"{byte:#04x} then {dfa.pattern}",
-                       name=dfa.name)
-
-
-def derive(grammar, lexer_spec):
-    """Candidate slices of a grammar (not yet filtered by token counts)."""
-    out, seen = [], set()
-
-    def add(s):
-        k = s.key()
-        if k not in seen:
-            seen.add(k)
-            out.append(s)
-
-    prefix, runs = {}, set()
-    for t, name in enumerate(grammar.terminal_names):
-        if lexer_spec.counted(t):
-            continue    # its automaton alone over-approximates it: no bound, no slice
-        p, run_slices = _terminal_slices(grammar.terminal_patterns[t], lexer_spec.class_tables[t],
-                                         lambda: lexer_spec.dfa(t))
-        if p is None:
-            continue
-        p = p.renamed(f"P[{name}]")
-        prefix[t] = p
-        add(p)
-        for run, suffix, sl in run_slices:
-            if run not in runs:    # a run another terminal already offered keeps its name
-                add(sl.renamed(f"run[{name}]{suffix}"))
-        runs.update(run for run, _suffix, _sl in run_slices)
-    # cross slices: an ignore lexeme of one byte, then a prefix of a terminal whose
-    # first byte cannot continue that lexeme (so every such token leaves it there)
-    leads = {}
-    for t in range(len(grammar.terminal_names)):
-        if grammar.terminal_is_ignore[t]:
-            dfa = lexer_spec.dfa(t)
-            for b in range(256):
-                s = dfa.trans[0, b]
-                if s >= 0 and dfa.accepting[s]:
-                    stops = dfa.trans[s] < 0
-                    leads[b] = stops if b not in leads else (leads[b] & stops)
-    for b in sorted(leads):
-        for t, p in prefix.items():
-            if not grammar.terminal_is_ignore[t]:
-                tail = _first_byte_only(p.dfa, leads[b])
-                add(Slice(f"{chr(b)!r}+P[{grammar.terminal_names[t]}]", None, lead=b, tail=tail))
-    return out
-
-
-# a pattern without a repeat (*, +, {...}) or a lookaround describes a finite language
-# (an escaped "\*" or a class holding "+" only sends it down the full path)
-_MAYBE_INFINITE = re.compile(r"[*+{]|\(\?[!=<]")
-_TERMINAL_SLICES_SIZE = 4096
-# pattern -> (prefix slice or None, run slices)
-_TERMINAL_SLICES = BoundedMemo(_TERMINAL_SLICES_SIZE, order="fifo")
-
-
-def _terminal_slices(pattern, class_table, get_dfa):
-    """The slices one terminal offers, memoised by its pattern: ``(prefix, runs)``
-    with ``prefix`` a :class:`Slice` of its prefixes, or ``None`` when it offers
-    none (a lookahead decides where its lexeme ends, or it is finite: a keyword
-    is too small to pay), and ``runs`` a tuple of ``((ranges, hi), suffix,
-    slice)`` for each run of one character class inside it and each bounded
-    variant.  ``class_table`` is the terminal's table over the lexer's byte
-    classes (None: read the automaton's own byte table) and ``get_dfa()``
-    gives its byte automaton (both functions of the pattern alone); the
-    automaton is only built for a terminal that has a cycle.  Grammars generated one after another (a JSON Schema each) share most
-    terminals, and reading a pattern with Python's parser, building automata
-    and the cycle check were most of a new grammar's slice work."""
-    got = _TERMINAL_SLICES.get(pattern)
-    if got is not None:
-        return got
-    if _MAYBE_INFINITE.search(pattern) is None:
-        # no repeat, no lookaround: a finite language, so no cycle and no slices
-        # (a JSON schema's keys and constants, most of its new terminals; the
-        # cycle check on each was a fifth of a schema's slice derivation)
-        got = (None, ())
-        _TERMINAL_SLICES.put(pattern, got)
-        return got
-    body = _lookahead_body(pattern)
-    if body is not None:
-        try:
-            got = _restricted_terminal_slices(body, get_dfa)
-        except GrammarError:
-            got = None        # a body the byte pipeline refuses: read the whole pattern
-        if got is not None:
-            _TERMINAL_SLICES.put(pattern, got)
-            return got
-    if class_table is None:
-        dfa = get_dfa()
-        if not has_cycle(dfa.trans):
-            dfa = None
-    else:
-        dfa = get_dfa() if has_cycle(class_table) else None
-    if dfa is None or dfa.has_follow_restrictions:
-        got = (None, ())
-    else:
-        runs, seen = [], set()
-        for ranges, hi in repeat_classes(pattern):
-            # sql.lark's generated identifier patterns repeat one class thousands
-            # of times: each (class, bound) once (a repeat offers what its first
-            # copy offered, and derive() drops equal slices anyway)
-            if (ranges, hi) in seen:
-                continue
-            seen.add((ranges, hi))
-            cls = class_regex(ranges)
-            bounds = [k for k in BOUNDED_RUNS if hi is None or k < hi]
-            if hi is not None and hi > 1:
-                bounds.append(hi)
-            variants = ["+"] if hi is None else []
-            variants += [f"{{1,{k}}}" for k in bounds]
-            for suffix in variants:
-                sl = _run_slice(cls, suffix)
-                if sl is not None:
-                    runs.append(((ranges, hi), suffix, sl))
-        got = (Slice("P", _prefix_dfa(dfa)), tuple(runs))
-    _TERMINAL_SLICES.put(pattern, got)
-    return got
-
-
-_MISSING = object()
-# (class regex, suffix) -> run Slice or None (refused), shared by all terminals
-_RUN_SLICES = BoundedMemo(_TERMINAL_SLICES_SIZE, order="fifo")
-
-
-def _run_slice(cls, suffix):
-    """The run slice ``cls + suffix`` (``[a-z]+``, ``[0-9]{1,8}``), memoised: one
-    object (and one digest) however many terminals and grammars offer it."""
-    k = (cls, suffix)
-    got = _RUN_SLICES.get(k, _MISSING)     # one lookup: another thread may drop the entry
-    if got is not _MISSING:
-        return got
-    try:
-        d = compile_regex(cls + suffix, name=f"run{suffix}", max_states=4096)
-        got = Slice(f"run{suffix}", _prefix_dfa(d))
-    except GrammarError:
-        got = None
-    _RUN_SLICES.put(k, got)
-    return got
-
-
-def _restricted_terminal_slices(body, get_dfa):
-    """The slices of a terminal ``(?!X\\Z)Y``: its own prefix slice and the runs of
-    ``Y`` (its language is ``Y``'s minus ``X``: infinite when ``Y`` is and ``X``
-    is a few strings, which is all the cycle heuristic needs; its repeats are
-    ``Y``'s).  JSON Schema grammars spell "any other key" this way, a new
-    pattern in every schema around the same string body: reading the long
-    pattern with Python's parser and the cycle check were most of a new
-    schema's slice work (0.5-0.6 ms of its 3.4 ms compile at p50).  ``Y``'s own
-    entry is memoised like any terminal's."""
-    base_prefix, base_runs = _terminal_slices(
-        body, None, lambda: compile_regex(body, name="slice body", max_states=4096))
-    if base_prefix is None:
-        return (None, ())
-    dfa = get_dfa()
-    if dfa.has_follow_restrictions:
-        return (None, ())
-    return (Slice("P", _prefix_dfa(dfa)), base_runs)
-
-
-def _lookahead_body(pattern):
-    """``Y`` when ``pattern`` is one or more leading negative lookaheads
-    ``(?!...)`` followed by ``Y`` (without a group that wraps all of it), else
-    None.  Positive ones (intersections) are left alone: ``Y`` minus a few
-    strings is as infinite as ``Y``, but ``Y`` cut to a length is finite."""
-    i, n = 0, len(pattern)
-    while pattern.startswith("(?!", i):
-        j = _group_end(pattern, i)
-        if j is None:
-            return None
-        i = j
-    if i == 0 or i == n:
-        return None
-    body = pattern[i:]
-    if body.startswith("(?:") and _group_end(body, 0) == len(body):
-        body = body[3:-1]
-    return body
-
-
-def _group_end(pattern, i):
-    """The index just past the group opened at ``pattern[i] == "("``, or None."""
-    depth = 0
-    for j, c in unescaped_characters(pattern, i):
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    return None
-
-
-def _first_byte_only(dfa, allowed):
-    """``dfa`` with its first byte restricted to ``allowed`` (bool [256])."""
-    trans = dfa.trans.copy()
-    trans[0, ~allowed] = -1
-    return ByteDFA(trans, dfa.accepting.copy(), pattern=dfa.pattern, name=dfa.name)
 
 
 # ---------------------------------------------------------------- tree and forest
@@ -429,10 +123,19 @@ def _packed_membership(s, trie, special, V, memo):
         got = memo.get(k)
         if got is not None:
             return got
-    m = np.zeros(V, dtype=np.bool_)
-    got = trie_membership(s.dfa, trie, special, s.lead)
-    m[:min(V, len(got))] = got[:V]
-    packed = np.packbits(m, bitorder="little")
+    if s.run_of is not None:
+        # a bounded run: the unbounded run's tokens of at most that many characters
+        # (one walk of the vocabulary for a class's four variants)
+        plus, bound = s.run_of
+        counts = trie.char_counts()
+        short = np.zeros(V, dtype=np.bool_)
+        short[:min(V, len(counts))] = counts[:V] <= bound
+        packed = _packed_membership(plus, trie, special, V, memo) & np.packbits(short, bitorder="little")
+    else:
+        m = np.zeros(V, dtype=np.bool_)
+        got = trie_membership(s.dfa, trie, special, s.lead)
+        m[:min(V, len(got))] = got[:V]
+        packed = np.packbits(m, bitorder="little")
     if memo is not None:
         memo.put(k, packed)
     return packed
@@ -573,7 +276,8 @@ def _bound(suffix):
 
 # ---------------------------------------------------------------- derivation cache
 
-DERIVE_FORMAT = 4     # 3: each candidate's first bytes next to its digest; 4: cross slices named by lead and tail
+DERIVE_FORMAT = 5     # 3: each candidate's first bytes next to its digest; 4: cross slices named by lead and tail;
+                      # 5: a tail by P_T's digest and first row
 _DERIVED = BoundedMemo(32, order="fifo")            # digest -> candidate slices
 # digest -> (the candidates' digests, their first bytes): the disk entry
 _CANDIDATE_KEYS = BoundedMemo(256, order="fifo")
@@ -586,7 +290,7 @@ def _terminals_key(grammar):
                                             grammar.terminal_flags, grammar.terminal_is_ignore.tolist()):
         parts += (name, pattern, ",".join(sorted(flags)), "i" if ignore else "-")
     text = "\0".join(parts) + "\0" if parts else ""
-    return {"format": DERIVE_FORMAT, "code": cache.code_fingerprint(__name__, *CODE_MODULES),
+    return {"format": DERIVE_FORMAT, "code": cache.code_fingerprint(__name__, slice_candidates.__name__, *CODE_MODULES),
             "terminals": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}
 
 
@@ -761,7 +465,7 @@ def _for_grammar(grammar, lexer_spec, prepared, options, rederive):
 
 def _tables_base(prepared, options):
     """The part of a choice's and a table's cache key that is not the slices."""
-    return {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__),
+    return {"format": SLICES_FORMAT, "code": cache.code_fingerprint(__name__, slice_candidates.__name__),
             "vocab": prepared.vocab.fingerprint(), "options": {k: options[k] for k in sorted(options)}}
 
 
@@ -821,7 +525,7 @@ def standard_candidates(label=None):
     for name, ranges in (c for c in STANDARD_RUN_CLASSES if label in (None, c[0])):
         cls = class_regex(ranges)
         for suffix in ["+"] + [f"{{1,{k}}}" for k in BOUNDED_RUNS]:
-            sl = _run_slice(cls, suffix)
+            sl = run_slice(cls, suffix)
             if sl is not None:
                 out.append(sl.renamed(f"run[{name}]{suffix}"))
     return out

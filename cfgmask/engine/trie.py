@@ -67,7 +67,7 @@ class TokTrie:
 
     __slots__ = ("node_byte", "node_depth", "node_token", "node_subtree_end", "node_first_child",
                  "token_same_next", "token_node", "n_nodes", "max_depth", "vocab_size",
-                 "n_trie_tokens", "_first_byte_sets", "_first_byte_counts", "_levels")
+                 "n_trie_tokens", "_first_byte_sets", "_first_byte_counts", "_levels", "_char_counts")
 
     def __init__(self, node_byte, node_depth, node_token, node_subtree_end, token_same_next,
                  token_node, node_first_child=None, _owned=False):
@@ -98,6 +98,7 @@ class TokTrie:
         self._first_byte_sets = None
         self._first_byte_counts = None
         self._levels = None
+        self._char_counts = None
 
     def levels(self):
         """``(parent int32[n], by_depth int32[n], depth_start int64[max_depth + 2])``:
@@ -117,6 +118,25 @@ class TokTrie:
                 parent[here] = up[np.searchsorted(up, here, side="right") - 1]
             self._levels = (parent, by_depth, depth_start)
         return self._levels
+
+    def char_counts(self):
+        """int32[V]: for each token in the trie, how many of its bytes are not UTF-8
+        continuation bytes (``0x80-0xBF``), i.e. how many characters it starts; 0
+        for a token not in the trie.  A token that is a prefix of a UTF-8 string
+        has that many characters, its last one possibly cut off.  Computed once
+        per trie (bounded run slices read it: :mod:`cfgmask.engine.slices`)."""
+        if self._char_counts is None:
+            parent, by_depth, depth_start = self.levels()
+            starts = ((self.node_byte.astype(np.int32) & 0xC0) != 0x80).astype(np.int32)
+            count = np.zeros(self.n_nodes, dtype=np.int32)
+            for d in range(1, self.max_depth + 1):
+                here = by_depth[depth_start[d]:depth_start[d + 1]]
+                count[here] = count[parent[here]] + starts[here]
+            node = self.token_node
+            out = np.where(node > 0, count[np.maximum(node, 0)], 0).astype(np.int32)
+            out.flags.writeable = False
+            self._char_counts = out
+        return self._char_counts
 
     def first_byte_sets(self):
         """The trie's tokens grouped by first byte, as sparse bitmask words.
