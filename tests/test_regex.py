@@ -848,3 +848,35 @@ def test_precomputed_unicode_scans_equal_a_fresh_scan():
         got = ut._precomputed(rx, flags)
         assert got == ut.scan_ranges_by_re(rx, flags), (rx, flags)
         assert got == ut.scan_ranges(rx, flags)
+
+
+def test_literal_patterns_spelled_directly_equal_the_pipeline(monkeypatch):
+    # a pattern that is one literal string skips the NFA: its chain of UTF-8 bytes
+    # must be exactly the pipeline's minimal automaton (and IGNORECASE, classes,
+    # a surrogate or a too long literal still take the pipeline)
+    import cfgmask
+    from cfgmask.automata import pipeline
+    patterns = ["a", "true", re.escape("{"), re.escape("<=>"), "caf\u00e9", "\U0001f600x", "a b\nc",
+                "(?i)select", "[ab]", "(?:ab)", "\\ud800"]
+    for name in ("json", "sql", "javascript"):
+        patterns += cfgmask.Grammar.builtin(name).terminal_patterns
+    direct = 0
+    for p in patterns:
+        try:
+            parsed = re._parser.parse(p, 0)
+        except re.error:
+            continue
+        chain = pipeline.literal_dfa(parsed, p, "t", 20000)
+        if chain is None:
+            continue
+        direct += 1
+        with monkeypatch.context() as m:
+            m.setattr(pipeline, "literal_dfa", lambda *a: None)
+            ref = pipeline.regex_to_dfa(p, "t")
+        assert np.array_equal(chain.trans, ref.trans) and np.array_equal(chain.accepting, ref.accepting), p
+        assert chain.follow_forbidden == ref.follow_forbidden and \
+            chain.follow_forbidden_at_eos == ref.follow_forbidden_at_eos, p
+    assert direct > 50
+    for p in ("(?i)select", "[ab]", "\\ud800", "a*"):
+        assert pipeline.literal_dfa(re._parser.parse(p, 0), p, "t", 20000) is None, p
+    assert pipeline.literal_dfa(re._parser.parse("abcd", 0), "abcd", "t", 4) is None

@@ -88,7 +88,7 @@ from cfgmask.automata.dfa import ByteDFA
 from cfgmask.automata.memo import memoise, memoised_dfa
 from cfgmask.automata.minimize import minimize_and_trim, renumber_bfs
 from cfgmask.automata.nfa import EOS_BIT, NFA, mask_bytes
-from cfgmask.automata.parse import parsed_pattern
+from cfgmask.automata.parse import FLAG_IGNORECASE, LITERAL, parsed_pattern
 from cfgmask.automata.refusals import too_deep
 from cfgmask.automata.utf8 import expand_utf8
 from cfgmask.errors import GrammarError
@@ -134,6 +134,9 @@ def regex_to_dfa(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_ST
                            where=name, construct="regex syntax") from exc
     except RecursionError as exc:
         raise too_deep(name) from exc
+    chain = literal_dfa(parsed, pattern, name, max_states)
+    if chain is not None:
+        return chain
     try:
         nfa = NFA(name, limit=_NFA_STATES_PER_DFA_STATE * max_states)
         start = nfa.new_state()
@@ -153,3 +156,29 @@ def regex_to_dfa(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_ST
                    follow_forbidden=[mask_bytes(mask) for mask in follow],
                    follow_forbidden_at_eos=[bool(mask >> EOS_BIT & 1) for mask in follow])
 
+
+
+def literal_dfa(parsed, pattern, name, max_states):
+    """The automaton of a pattern that is one literal string (a keyword, a
+    punctuation mark: most terminals of most grammars), spelled directly: a
+    chain of its UTF-8 bytes, which is the minimal automaton numbered
+    breadth-first, so exactly what the pipeline gives (tests/test_regex.py
+    compares them).  ``None`` for anything else, IGNORECASE included; a
+    literal's pipeline run was ~50 us, most of json.lark's regex time."""
+    items = parsed.data
+    if not items or parsed.state.flags & FLAG_IGNORECASE:
+        return None
+    chars = []
+    for op, av in items:
+        if op is not LITERAL or 0xD800 <= av <= 0xDFFF:
+            return None
+        chars.append(av)
+    data = "".join(map(chr, chars)).encode("utf-8")
+    n = len(data)
+    if n + 1 > max_states:
+        return None
+    trans = np.full((n + 1, 256), -1, dtype=np.int32)
+    trans[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1, dtype=np.int32)
+    accepting = np.zeros(n + 1, dtype=bool)
+    accepting[n] = True
+    return ByteDFA(trans, accepting, pattern=pattern, name=name)

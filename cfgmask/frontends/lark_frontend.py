@@ -18,10 +18,11 @@ imports :mod:`cfgmask.grammar`.  A grammar the disk cache holds
 
 import os
 import re
+import time
 import warnings
 from pathlib import Path
 
-from cfgmask import gc_pause
+from cfgmask import cache, gc_pause
 from cfgmask.errors import GrammarError, GrammarWarning
 from cfgmask.frontends import grammar_cache
 from cfgmask.frontends.cfg import START_SYMBOL_NAME
@@ -86,6 +87,7 @@ def load(cls, text, start="start", *, import_paths=(), word_boundary=None, sourc
     # miss only: lark_loader imports cfgmask.automata (~15 ms), which a process
     # that loads cached grammars without compiling them never needs
     from cfgmask.frontends import lark_loader
+    t0 = time.perf_counter()
     with gc_pause.paused():      # Lark's parse trees: many objects, no cyclic garbage
         parser, used_files = lark_loader.load(text, start, [p if callable(p) else str(p) for p in import_paths],
                                               source)
@@ -98,7 +100,10 @@ def load(cls, text, start="start", *, import_paths=(), word_boundary=None, sourc
         _apply_not_before(fields, text, lark_terminals)
         at_start = _at_start(fields, text, lark_terminals)
         g = cls(**fields, terminal_at_start=at_start, load_warnings=_load_warnings(parser, source))
-    grammar_cache.store(key, g, used_files)
+    # as for every cached artefact: one this quick to load stays in memory only
+    # (writing it was a sixth of json.lark's load; reading it back costs as much)
+    if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
+        grammar_cache.store(key, g, used_files)
     _warn(g)
     return g
 
