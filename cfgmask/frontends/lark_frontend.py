@@ -86,26 +86,34 @@ def load(cls, text, start="start", *, import_paths=(), word_boundary=None, sourc
     # deep nesting) comes out as a GrammarError (see lark_loader).  Imported on a
     # miss only: lark_loader imports cfgmask.automata (~15 ms), which a process
     # that loads cached grammars without compiling them never needs
-    from cfgmask.frontends import lark_loader
     t0 = time.perf_counter()
     with gc_pause.paused():      # Lark's parse trees: many objects, no cyclic garbage
-        parser, used_files = lark_loader.load(text, start, [p if callable(p) else str(p) for p in import_paths],
-                                              source)
-        if word_boundary is None:
-            m = _WORD_BOUNDARY_PRAGMA.search(text)
-            word_boundary = m.group(1) if m else ""
-        wb = word_boundary_bytes(word_boundary) if word_boundary else b""
-        fields = normalise(parser, start, wb, source)
-        lark_terminals = {t.name for t in parser.terminals}
-        _apply_not_before(fields, text, lark_terminals)
-        at_start = _at_start(fields, text, lark_terminals)
-        g = cls(**fields, terminal_at_start=at_start, load_warnings=_load_warnings(parser, source))
+        # the trees die inside the pause (when _load_fresh returns): a collection
+        # after it would walk every object made while it lasted (one young-
+        # generation pass of 60-70 ms after javascript.lark's load)
+        g, used_files = _load_fresh(cls, text, start, import_paths, word_boundary, source)
     # as for every cached artefact: one this quick to load stays in memory only
     # (writing it was a sixth of json.lark's load; reading it back costs as much)
     if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
         grammar_cache.store(key, g, used_files)
     _warn(g)
     return g
+
+
+def _load_fresh(cls, text, start, import_paths, word_boundary, source):
+    """``(the cls grammar of text, the files it %imports)``: Lark's load, normalised."""
+    from cfgmask.frontends import lark_loader
+    parser, used_files = lark_loader.load(text, start, [p if callable(p) else str(p) for p in import_paths],
+                                          source)
+    if word_boundary is None:
+        m = _WORD_BOUNDARY_PRAGMA.search(text)
+        word_boundary = m.group(1) if m else ""
+    wb = word_boundary_bytes(word_boundary) if word_boundary else b""
+    fields = normalise(parser, start, wb, source)
+    lark_terminals = {t.name for t in parser.terminals}
+    _apply_not_before(fields, text, lark_terminals)
+    at_start = _at_start(fields, text, lark_terminals)
+    return cls(**fields, terminal_at_start=at_start, load_warnings=_load_warnings(parser, source)), used_files
 
 
 def load_file(cls, path, start="start", *, word_boundary=None):

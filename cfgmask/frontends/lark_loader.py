@@ -468,42 +468,41 @@ def _alternatives(node, extra, limit):
     at ``limit + 1``; the alternatives of the recursive rules that ``+``, ``*``
     and long ``~`` repeats add are summed into ``extra[0]``."""
     from lark import Tree
+    return _count_alternatives(node, extra, limit + 1, Tree)
 
-    def cap(n):
-        return n if n <= limit else limit + 1
 
-    def count(node):
-        if not isinstance(node, Tree):
+def _count_alternatives(node, extra, top, Tree):
+    # module-level recursion: a nested function calling itself is a reference
+    # cycle per call (one per rule), left for the cyclic collector
+    if not isinstance(node, Tree):
+        return 1
+    d, ch = node.data, node.children
+    if d == "expansions":
+        return min(top, sum(_count_alternatives(c, extra, top, Tree) for c in ch))
+    if d == "expansion":
+        n = 1
+        for c in ch:
+            n = min(top, n * _count_alternatives(c, extra, top, Tree))
+        return n
+    if d == "alias":
+        return _count_alternatives(ch[0], extra, top, Tree)
+    if d == "maybe":
+        return min(top, _count_alternatives(ch[0], extra, top, Tree) + 1)
+    if d == "expr":
+        c = _count_alternatives(ch[0], extra, top, Tree)
+        op = str(ch[1])
+        if op == "?":
+            return min(top, c + 1)
+        if op in ("+", "*"):
+            extra[0] += 2 * c  # a new recursive rule: c alternatives, twice
+            return 1 if op == "+" else 2
+        if op == "~":
+            lo, hi = _repeat_bounds(ch)
+            if hi < _REPEAT_BREAK_THRESHOLD:  # written out inline: sum of c**n
+                return min(top, sum(min(top, c ** n) for n in range(lo, hi + 1)))
+            extra[0] += 2 * c * _REPEAT_BREAK_THRESHOLD  # split into helper rules
             return 1
-        d, ch = node.data, node.children
-        if d == "expansions":
-            return cap(sum(count(c) for c in ch))
-        if d == "expansion":
-            n = 1
-            for c in ch:
-                n = cap(n * count(c))
-            return n
-        if d == "alias":
-            return count(ch[0])
-        if d == "maybe":
-            return cap(count(ch[0]) + 1)
-        if d == "expr":
-            c = count(ch[0])
-            op = str(ch[1])
-            if op == "?":
-                return cap(c + 1)
-            if op in ("+", "*"):
-                extra[0] += 2 * c  # a new recursive rule: c alternatives, twice
-                return 1 if op == "+" else 2
-            if op == "~":
-                lo, hi = _repeat_bounds(ch)
-                if hi < _REPEAT_BREAK_THRESHOLD:  # written out inline: sum of c**n
-                    return cap(sum(cap(c ** n) for n in range(lo, hi + 1)))
-                extra[0] += 2 * c * _REPEAT_BREAK_THRESHOLD  # split into helper rules
-                return 1
-        return 1  # a symbol, literal, range or template usage
-
-    return count(node)
+    return 1  # a symbol, literal, range or template usage
 
 
 def _repeat_bounds(expr_children):
