@@ -60,9 +60,9 @@ _MEMORY_SIZE = 32
 _memory = cache.BoundedMemo(_MEMORY_SIZE, order="fifo")
 
 
-def _memory_key(key):
+def _memory_key(digest):
     d = cache.cache_dir()
-    return None if d is None else (str(d), cache.key_digest(key))
+    return None if d is None else (str(d), digest)
 
 
 def _lark_fingerprint():
@@ -99,17 +99,20 @@ def grammar_key(text, start, import_paths, word_boundary, source):
             "code": cache.code_fingerprint(*_CODE)}
 
 
-def load(key):
+def load(key, digest=None):
     """The attributes (``{name: value}``) of the cached :class:`~cfgmask.grammar.Grammar`
-    for ``key``, or ``None``."""
+    for ``key``, or ``None`` (``digest``: ``cfgmask.cache.key_digest(key)``, when the
+    caller has it: the key holds the whole grammar text, ~1 ms a digest for
+    javascript.lark)."""
     if key is None:
         return None
-    mkey = _memory_key(key)
+    digest = digest or cache.key_digest(key)
+    mkey = _memory_key(digest)
     if mkey is None:
         return None
     got = _memory.get(mkey)
     if got is None:
-        got = cache.load("grammar", key, validate=check_entry)
+        got = cache.load("grammar", key, digest, validate=check_entry)
         if got is None:
             return None
         _memory.put(mkey, got)
@@ -223,8 +226,9 @@ def _nullable_of(lhs, rhs, start, ends, n_symbols):
     return nullable(n_symbols, [(a, rl[s:e]) for a, s, e in zip(lhs.tolist(), start.tolist(), ends.tolist())])
 
 
-def store(key, grammar, used_files):
-    """Store ``grammar``; ``used_files`` is Lark's ``{path: sha256 of its text}``.
+def store(key, grammar, used_files, key_digest=None):
+    """Store ``grammar``; ``used_files`` is Lark's ``{path: sha256 of its text}``
+    (``key_digest``: ``load``'s ``digest``).
     Returns False (and stores nothing) when an attribute cannot be encoded."""
     if key is None:
         return False
@@ -245,7 +249,7 @@ def store(key, grammar, used_files):
             imports.append(["package", str(path[0]), str(path[1]), digest])
         else:
             return False
-    return cache.store("grammar", key, {"attrs": attrs, "imports": imports}, arrays)
+    return cache.store("grammar", key, {"attrs": attrs, "imports": imports}, arrays, key_digest)
 
 
 # an %import-ed grammar file larger than this is "changed" (never read whole)

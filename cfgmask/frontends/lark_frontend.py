@@ -77,7 +77,8 @@ def load(cls, text, start="start", *, import_paths=(), word_boundary=None, sourc
                            where="word_boundary", construct="input")
     # a disk-cache hit skips Lark entirely (see grammar_cache.py)
     key = grammar_cache.grammar_key(text, start, import_paths, word_boundary, source)
-    cached = grammar_cache.load(key)
+    digest = None if key is None else cache.key_digest(key)
+    cached = grammar_cache.load(key, digest)
     if cached is not None:
         g = _restore(cls, cached)
         _warn(g)
@@ -95,7 +96,7 @@ def load(cls, text, start="start", *, import_paths=(), word_boundary=None, sourc
     # as for every cached artefact: one this quick to load stays in memory only
     # (writing it was a sixth of json.lark's load; reading it back costs as much)
     if time.perf_counter() - t0 > cache.PERSIST_ABOVE_S:
-        grammar_cache.store(key, g, used_files)
+        grammar_cache.store(key, g, used_files, digest)
     _warn(g)
     return g
 
