@@ -441,3 +441,39 @@ def test_prefix_slices_are_minimal_and_keep_their_tokens():
     base, row = c._tail_of
     assert np.array_equal(c.tail.trans[1:], base.dfa.trans[1:]) and np.array_equal(c.tail.trans[0], row)
     assert c.key() == key and c._digest() == key
+
+
+def test_repeats_recorded_by_the_pipeline_equal_a_walk_of_the_tree():
+    """The repeat classes the regex pipeline records while building a pattern's
+    NFA are those a walk of the tree finds: the same classes and bounds, first
+    occurrences in the same order (a body built several times repeats its
+    inner repeats), for every pattern of the bundled grammars and the regex suite."""
+    from cfgmask.automata import parse as P
+    from cfgmask.automata import pipeline
+    from tests.test_regex import PATTERNS as REGEX_SUITE
+
+    def first_occurrences(xs):
+        seen, out = set(), []
+        for x in xs:
+            if x not in seen:
+                seen.add(x)
+                out.append(x)
+        return out
+
+    patterns = [p for p in REGEX_SUITE if isinstance(p, str)]
+    patterns += ["(?:[a-z]+x){3}[0-9]{2,5}", "(?:(?i:[a-c]+)|[x-z]{1,3})*", '"(?:[^"\\\\]|\\\\.)*"']
+    for name in GRAMMARS:
+        patterns += cfgmask.Grammar.builtin(name).terminal_patterns
+    compared = 0
+    for p in dict.fromkeys(patterns):
+        P.REPEATS_SEEN.pop(p, None)
+        try:
+            pipeline.regex_to_dfa(p, "t")
+        except Exception:   # noqa: BLE001 - refused patterns record nothing to compare
+            continue
+        recorded = P.REPEATS_SEEN.get(p)
+        if recorded is None:
+            continue        # a literal: no NFA, no record
+        assert first_occurrences(recorded) == first_occurrences(P.repeat_classes_walked(p)), p
+        compared += 1 if recorded else 0
+    assert compared > 30

@@ -64,6 +64,7 @@ class NFA:
         self.char_moves = []    # state -> [(ranges, state)]
         self.assert_moves = []  # state -> [(state, mask)]
         self.lookahead_sets = []  # the code point sets lookaheads test
+        self.repeats = []       # (body, flags, max_count) of every repeat built, in walk order
 
     def new_state(self) -> int:
         if len(self.char_moves) >= self.limit:
@@ -181,6 +182,7 @@ class NFA:
         return exit_state
 
     def build_repeat(self, min_count, max_count, body, flags, entry) -> int:
+        self.repeats.append((body, flags, max_count))
         state = entry
         for _ in range(min_count):
             state = self.build(body, flags, state)

@@ -88,7 +88,8 @@ from cfgmask.automata.dfa import ByteDFA
 from cfgmask.automata.memo import memoise, memoised_dfa
 from cfgmask.automata.minimize import minimize_and_trim, renumber_bfs
 from cfgmask.automata.nfa import EOS_BIT, NFA, mask_bytes
-from cfgmask.automata.parse import FLAG_IGNORECASE, LITERAL, parsed_pattern
+from cfgmask.automata.parse import (FLAG_IGNORECASE, LITERAL, MAXREPEAT, REPEATS_SEEN, parsed_pattern,
+                                    repeat_class)
 from cfgmask.automata.refusals import too_deep
 from cfgmask.automata.utf8 import expand_utf8
 from cfgmask.errors import GrammarError
@@ -144,6 +145,7 @@ def regex_to_dfa(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_ST
         bounds = nfa.atoms()
     except RecursionError as exc:  # the AST walk recurses once per nesting level
         raise too_deep(name) from exc
+    _record_repeats(pattern, nfa.repeats)
     # determinise and minimise over characters, then spell them in UTF-8
     trans, accepting, follow = determinize(nfa, start, final, max_states, name, bounds)
     trans, accepting, follow = minimize_and_trim(trans, accepting, follow)
@@ -182,3 +184,18 @@ def literal_dfa(parsed, pattern, name, max_states):
     accepting = np.zeros(n + 1, dtype=bool)
     accepting[n] = True
     return ByteDFA(trans, accepting, pattern=pattern, name=name)
+
+
+def _record_repeats(pattern, repeats):
+    """Keep what :func:`~cfgmask.automata.parse.repeat_classes` answers for
+    ``pattern``, from the repeats its NFA build met (in the order of the
+    tree walk; a body built several times repeats its inner repeats, which
+    the slices drop as they drop any repeated class)."""
+    class_ranges, out = {}, []
+    for body, flags, hi in repeats:
+        if hi == 1:
+            continue
+        ranges, _inner = repeat_class(body, flags, hi, class_ranges)
+        if ranges:
+            out.append((tuple(ranges), None if hi == MAXREPEAT else int(hi)))
+    REPEATS_SEEN.put(pattern, tuple(out))
