@@ -880,3 +880,19 @@ def test_literal_patterns_spelled_directly_equal_the_pipeline(monkeypatch):
     for p in ("(?i)select", "[ab]", "\\ud800", "a*"):
         assert pipeline.literal_dfa(re._parser.parse(p, 0), p, "t", 20000) is None, p
     assert pipeline.literal_dfa(re._parser.parse("abcd", 0), "abcd", "t", 4) is None
+
+
+def test_nested_plus_builds_each_body_once():
+    # x+ is one copy of x that loops back to its own start: nested "+" used to
+    # double the NFA at every level (x then x*), 2**10 copies of "a" here; the
+    # language is unchanged (the DFA is still the minimal one of the pattern)
+    from cfgmask.automata.nfa import NFA
+    pattern = "(?:" * 10 + "a" + ")+" * 10 + "b"
+    parsed = re._parser.parse(pattern, 0)
+    nfa = NFA("t", limit=10 ** 6)
+    start = nfa.new_state()
+    nfa.build(parsed, parsed.state.flags, start)
+    assert len(nfa.char_moves) < 60
+    dfa = compile_regex(pattern)
+    for s, ok in (("ab", True), ("aaab", True), ("b", False), ("aa", False)):
+        assert dfa.matches(s.encode()) == ok == bool(re.fullmatch(pattern, s)), s

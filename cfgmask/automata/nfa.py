@@ -184,6 +184,19 @@ class NFA:
     def build_repeat(self, min_count, max_count, body, flags, entry) -> int:
         self.repeats.append((body, flags, max_count))
         state = entry
+        if max_count == MAXREPEAT and min_count >= 1:
+            # x{m,}: m - 1 copies, then one copy that loops back to its own start
+            # (a new state, never ``entry``): m copies, not m + 1, which nested
+            # "+" multiplied (JavaScript's regex-literal terminals)
+            for _ in range(min_count - 1):
+                state = self.build(body, flags, state)
+            start = self.new_state()
+            self.empty_moves[state].append(start)
+            end = self.build(body, flags, start)
+            exit_state = self.new_state()
+            self.empty_moves[end].append(start)
+            self.empty_moves[end].append(exit_state)
+            return exit_state
         for _ in range(min_count):
             state = self.build(body, flags, state)
         if max_count == MAXREPEAT:
