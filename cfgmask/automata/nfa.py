@@ -36,6 +36,9 @@ ALL_BYTES = (1 << 256) - 1
 FULL_MASK = (1 << 257) - 1
 
 
+_ONE_CHARACTER = (LITERAL, IN, NOT_LITERAL, ANY)
+
+
 def _ranges_to_bits(ranges) -> int:
     bits = 0
     for lo, hi in ranges:
@@ -101,9 +104,14 @@ class NFA:
 
     def build(self, subpattern, flags, entry) -> int:
         state = entry
+        cflags = char_flags(flags)
         # the node list itself: SubPattern's Python-level __getitem__ was a tenth of the build
         for op, av in subpattern.data:
-            state = self.build_item(op, av, flags, state)
+            if op is LITERAL or op is IN or op is NOT_LITERAL or op is ANY:
+                # one character, the commonest node: inline (a call less per node)
+                state = self.add_char_set(char_ranges(op, tuple(av) if op is IN else av, cflags), state)
+            else:
+                state = self.build_item(op, av, flags, state)
         return state
 
     def build_item(self, op, av, flags, entry) -> int:
@@ -184,6 +192,23 @@ class NFA:
     def build_repeat(self, min_count, max_count, body, flags, entry) -> int:
         self.repeats.append((body, flags, max_count))
         state = entry
+        if max_count == MAXREPEAT:
+            items = body.data
+            if len(items) == 1 and items[0][0] in _ONE_CHARACTER:
+                # c* / c+ of one character node: a state that loops on it (one
+                # state a repeat fewer: sql.lark's identifiers have 313 of them)
+                op, av = items[0]
+                ranges = char_ranges(op, tuple(av) if op is IN else av, char_flags(flags))
+                for _ in range(min_count - 1):
+                    state = self.add_char_set(ranges, state)
+                if min_count:        # the last copy's state loops
+                    loop = self.add_char_set(ranges, state)
+                else:
+                    loop = self.new_state()
+                    self.empty_moves[state].append(loop)
+                if ranges:
+                    self.char_moves[loop].append((ranges, loop))
+                return loop
         if max_count == MAXREPEAT and min_count >= 1:
             # x{m,}: m - 1 copies, then one copy that loops back to its own start
             # (a new state, never ``entry``): m copies, not m + 1, which nested
