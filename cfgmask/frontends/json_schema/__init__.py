@@ -146,24 +146,27 @@ def check_default_draft(default_draft):
 def _key_orders(norm):
     """Every declared-property order of the grammar (for ``serialize``)."""
     orders = set()
-
-    def literal(v):
-        if isinstance(v, dict):
-            if v:
-                orders.add(tuple(v))
-            for x in v.values():
-                literal(x)
-        elif isinstance(v, list):
-            for x in v:
-                literal(x)
     for node in norm.built_nodes():
         for alt in node.alts:
             if alt.kind == "obj" and alt.props:
                 orders.add(tuple(n for n, _, _ in alt.props))
             elif alt.kind == "lit":
                 for v in alt.values:
-                    literal(v)
+                    _literal_key_orders(v, orders)
     return sorted(orders)
+
+
+def _literal_key_orders(v, orders):
+    # module-level recursion: a nested function calling itself is a reference
+    # cycle per call, left for the cyclic collector
+    if isinstance(v, dict):
+        if v:
+            orders.add(tuple(v))
+        for x in v.values():
+            _literal_key_orders(x, orders)
+    elif isinstance(v, list):
+        for x in v:
+            _literal_key_orders(x, orders)
 
 
 def json_grammar(cls, whitespace=DEFAULT_WHITESPACE, escapes=DEFAULT_ESCAPES):

@@ -315,6 +315,65 @@ def _plain_chain_dfa(value):
     return dfa, text
 
 
+class _Speller:
+    """The states and transitions :func:`_literal_set_dfa` spells a trie of
+    literals into (methods, not closures: a closure that calls itself is a
+    reference cycle per call, and JSON schemas make this automaton ~80 times
+    each, so its lists waited for the cyclic collector)."""
+
+    def __init__(self, gtrans, complement, canonical, hook):
+        self.gtrans, self.complement, self.canonical, self.hook = gtrans, complement, canonical, hook
+        self.src, self.byt, self.dst = [], [], []   # explicit transitions
+        self.default_g = []     # per state: generic-char state for unlisted bytes, or -1
+        self.quote_rows = []    # (state, target) of the closing quote
+        self.n = 0
+        self.final = -1
+
+    def new_state(self, g=-1):
+        self.default_g.append(g)
+        self.n += 1
+        return self.n - 1
+
+    def edge(self, a, bs, b):
+        for x in bs:
+            self.src.append(a)
+            self.byt.append(x)
+            self.dst.append(b)
+
+    def build(self, node):
+        if self.hook is not None:
+            self.hook()     # the JSON Schema compile budget's clock
+        complement = self.complement
+        st = self.new_state(0 if complement else -1)
+        member = None in node
+        if member != complement:
+            self.quote_rows.append((st, self.final))
+        elif complement:
+            self.quote_rows.append((st, -1))  # a member: no closing quote here
+        spell = {}
+        for c, sub in node.items():
+            if c is None:
+                continue
+            target = self.build(sub)
+            for sp in _spellings(c, self.canonical):
+                cur = spell
+                for i, bs in enumerate(sp):
+                    nxt = cur.setdefault(bs, [{}, None])
+                    if i == len(sp) - 1:
+                        nxt[1] = target
+                    cur = nxt[0]
+        self.emit(st, spell, 0)
+        return st
+
+    def emit(self, st, spell, g):
+        for bs, (sub, target) in spell.items():
+            g2 = int(self.gtrans[g, bs[0]])
+            if target is None:
+                target = self.new_state(g2 if self.complement else -1)
+                self.emit(target, sub, g2)
+            self.edge(st, bs, target)
+
+
 def _literal_set_dfa(values, complement, canonical):
     if canonical and not complement and len(values) == 1 and _PLAIN_KEY.fullmatch(values[0]):
         return _plain_chain_dfa(values[0])
@@ -330,30 +389,15 @@ def _literal_set_dfa(values, complement, canonical):
         return cached, text
     gtrans, gfinal = json_char_dfa(canonical)
     k = gtrans.shape[0]
-    src, byt, dst = [], [], []          # explicit transitions
-    default_g = []                       # per state: generic-char state for unlisted bytes, or -1
-    n = [0]
-
-    def new_state(g=-1):
-        default_g.append(g)
-        n[0] += 1
-        return n[0] - 1
-
-    def edge(a, bs, b):
-        for x in bs:
-            src.append(a)
-            byt.append(x)
-            dst.append(b)
-
-    start = new_state()
-    final = new_state()
+    sp = _Speller(gtrans, complement, canonical, getattr(progress, "hook", None))
+    start = sp.new_state()
+    final = sp.final = sp.new_state()
     free0 = -1
     if complement:
-        free_base = n[0]
+        free_base = sp.n
         for g in range(k):
-            new_state(g)
+            sp.new_state(g)
         free0 = free_base
-    quote_rows = []                      # (state, target) of the closing quote
 
     trie = {}
     for v in values:
@@ -362,56 +406,22 @@ def _literal_set_dfa(values, complement, canonical):
             node = node.setdefault(c, {})
         node[None] = True
 
-    hook = getattr(progress, "hook", None)  # the JSON Schema compile budget's clock
-
-    def build(node):
-        if hook is not None:
-            hook()
-        st = new_state(0 if complement else -1)
-        member = None in node
-        if member != complement:
-            quote_rows.append((st, final))
-        elif complement:
-            quote_rows.append((st, -1))  # a member: no closing quote here
-        spell = {}
-        for c, sub in node.items():
-            if c is None:
-                continue
-            target = build(sub)
-            for sp in _spellings(c, canonical):
-                cur = spell
-                for i, bs in enumerate(sp):
-                    nxt = cur.setdefault(bs, [{}, None])
-                    if i == len(sp) - 1:
-                        nxt[1] = target
-                    cur = nxt[0]
-        emit(st, spell, 0)
-        return st
-
-    def emit(st, spell, g):
-        for bs, (sub, target) in spell.items():
-            g2 = int(gtrans[g, bs[0]])
-            if target is None:
-                target = new_state(g2 if complement else -1)
-                emit(target, sub, g2)
-            edge(st, bs, target)
-
-    root = build(trie)
-    edge(start, (_QUOTE,), root)
-    total = n[0]
+    root = sp.build(trie)
+    sp.edge(start, (_QUOTE,), root)
+    total = sp.n
     trans = np.full((total, 256), -1, np.int32)
     if complement:
         # default rows: the generic char automaton continued in the free states
         free_rows = np.where(gtrans >= 0, np.where(gtrans == gfinal, free0, free_base + gtrans), -1)
         free_rows = free_rows.astype(np.int32)
-        dg = np.asarray(default_g)
+        dg = np.asarray(sp.default_g)
         has = dg >= 0
         trans[has] = free_rows[dg[has]]
         trans[free0, _QUOTE] = final
-    for st, tgt in quote_rows:
+    for st, tgt in sp.quote_rows:
         trans[st, _QUOTE] = tgt
-    if src:
-        trans[np.asarray(src), np.asarray(byt)] = np.asarray(dst, np.int32)
+    if sp.src:
+        trans[np.asarray(sp.src), np.asarray(sp.byt)] = np.asarray(sp.dst, np.int32)
     accepting = np.zeros(total, bool)
     accepting[final] = True
     dfa = ByteDFA(trans, accepting, pattern=text)
