@@ -40,15 +40,17 @@ class Slice:
     """One slice: a name, its automaton (a :class:`~cfgmask.automata.ByteDFA`) and,
     for a cross slice, the leading byte and the automaton of what follows it.
 
-    A run slice (``run = (class regex, bound or None)``, :func:`_run_slice`) makes
+    A run slice (``run = (class regex, bound or None)``, :func:`run_slice`) makes
     its automaton on first use and is named by its regex: most run candidates
-    are never chosen, and their tokens come from one walk per class."""
+    are never chosen, and their tokens come from one walk per class.  (So a
+    run and a prefix slice of the same language are two candidates: the later
+    one keeps no tokens of its own and is dropped by :func:`~cfgmask.engine.slices.choose`.)"""
 
     def __init__(self, name, dfa, lead=None, tail=None, tail_of=None, run=None, first=None):
         self.name = name
         # a cross slice's automaton (c then P_T) is made from its lead and tail on
         # first use: most candidates are never chosen (javascript.lark: 156 cross
-        # candidates, 22 ms of copies), and its digest reads the tail alone
+        # candidates, 22 ms of copies)
         self._dfa = dfa
         self.lead = lead      # cross slices: the ignore byte c
         # cross slices: the DFA of P_T with its first bytes restricted, or
@@ -139,10 +141,7 @@ class Slice:
         return self._key
 
     def _digest(self):
-        # a cross slice's automaton is a function of its lead and tail, and a tail
-        # made from P_T of P_T's table and first row: the digest names those
-        # (equal digests only for equal automata; hashing each candidate's copy of
-        # P_T's table was 16 ms of javascript.lark's derivation)
+        # equal digests only for equal automata, each named by what determines it
         h = hashlib.sha256()
         if self.run is not None:
             # a run's automaton is a function of its class and bound
@@ -150,6 +149,9 @@ class Slice:
             h.update(f"run\0{cls}\0{bound}".encode("utf-8", "surrogatepass"))
             return h.hexdigest()
         if self._tail_of is not None:
+            # a cross slice's, of its lead and tail; a tail made from P_T's, of P_T's
+            # digest and the first row (hashing a copy of P_T's table per candidate
+            # was 16 ms of javascript.lark's derivation)
             base, row = self._tail_of
             h.update(b"tail of\0" + base.key().encode() + np.ascontiguousarray(row, dtype=np.int32).tobytes())
         else:
@@ -167,8 +169,8 @@ def prefix_dfa(dfa):
     numbered breadth-first, so that equal prefix languages have equal tables and
     digests.  A terminal's own minimal automaton is rarely minimal as a prefix
     language: SQL's and JavaScript's identifiers spell their excluded keywords
-    as a trie of ~150-450 states, and every such identifier has the prefixes of
-    the plain identifier (2-3 states).  sql.lark's seven identifiers then offer
+    as a trie of ~90-180 states, and every such identifier has the prefixes of
+    the plain identifier (9 states for sql.lark's).  sql.lark's seven identifiers then offer
     one prefix slice and one cross slice instead of seven each (14 walks of
     the vocabulary fewer, and no hashing of their tables)."""
     n = dfa.n_states
@@ -358,7 +360,7 @@ def _run_dfa(cls, bound):
     of one copy the ``S`` of the next (``+``: ``F`` is ``S`` again).  One regex
     compile per class instead of one per variant (javascript.lark's Unicode
     identifier class: 2,345 states for ``{1,8}``); :func:`_run_dfa_by_regex`
-    is the reference.  Only for a class :func:`_run_slice` accepted."""
+    is the reference.  Only for a class :func:`run_slice` accepted."""
     one = _one_character(cls)
     trans = np.asarray(one.trans)
     f = int(np.flatnonzero(one.accepting)[0])
