@@ -896,3 +896,29 @@ def test_nested_plus_builds_each_body_once():
     dfa = compile_regex(pattern)
     for s, ok in (("ab", True), ("aaab", True), ("b", False), ("aa", False)):
         assert dfa.matches(s.encode()) == ok == bool(re.fullmatch(pattern, s)), s
+
+
+def test_min_width_is_zero_is_the_parsers_own_answer():
+    # Lark refuses a terminal that can match the empty string, by re._parser's
+    # minimum width; the loader asks min_width_is_zero, which stops at the first
+    # item that needs a character: it must answer exactly as getwidth does
+    import cfgmask
+    from cfgmask.automata.parse import min_width_is_zero
+    from cfgmask.automata.reparse import parse as compiled_parse
+    patterns = [p for p in PATTERNS if isinstance(p, str)]
+    patterns += ["", "a*", "(?:a|)", "(?=a)", "a{0,3}", "(a)\\1", "(a)?\\1", "(?(1)a|)", "(?>a*)b?",
+                 "x*+", "\\b", "(?:)+a", "[^a]?", "(?:a?){5}", "(?:a|b?)c?", "(a)(?(1)|b)"]
+    for name in ("json", "sql", "javascript"):
+        patterns += cfgmask.Grammar.builtin(name).terminal_patterns
+    checked = zero = 0
+    for p in patterns:
+        try:
+            want = re._parser.parse(p, 0).getwidth()[0] == 0
+            trees = [re._parser.parse(p, 0), compiled_parse(p)]
+        except re.error:
+            continue
+        for tree in trees:
+            assert min_width_is_zero(tree) == want, p
+        checked += 1
+        zero += want
+    assert checked > 200 and zero > 10

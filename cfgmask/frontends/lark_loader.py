@@ -62,6 +62,7 @@ since Lark is the reference it is tested against, and warns.
 import re
 
 from cfgmask.automata import parse_pattern, unescaped_characters
+from cfgmask.automata.parse import min_width_is_zero
 from cfgmask.automata.reparse import parse as parse_regex
 from cfgmask.errors import GrammarError
 from cfgmask.frontends import lark_build, lark_compile, lark_meta, lark_parse
@@ -257,7 +258,7 @@ def _earley_would_refuse(terminals, rules, starts):
             parsed = parse_pattern(rx)
         except Exception:  # noqa: BLE001 - re.error, RecursionError, OverflowError, ...
             return True
-        if parsed.getwidth()[0] == 0:
+        if min_width_is_zero(parsed):
             return True
         if "(?<" in rx:
             # a look-behind (or a look-alike): re.compile alone checks that it is fixed
