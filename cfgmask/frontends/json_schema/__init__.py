@@ -108,30 +108,39 @@ def compile_schema(cls, schema, *, whitespace=DEFAULT_WHITESPACE, strict=True, e
     t0 = time.perf_counter()
     draft = check_default_draft(default_draft)
     budget = Budget(max_work, time_limit_s)
-    # normalising and the schema's automata: many objects alive to the end, no cyclic garbage
+    # normalising and the schema's automata: many objects alive to the end, no
+    # cyclic garbage; they die inside the pause, when _compile returns (a
+    # collection after it walked them all: ~1 ms a schema)
     with active(budget), gc_pause.paused():
-        doc = SchemaDoc(read_schema(schema), draft)
-        norm = Normalizer(doc, strict=strict, budget=budget, property_order=property_order)
-        builder = Builder(norm, whitespace, escapes)
-        start = builder.run(frozenset([""]))
-        fields = builder.grammar_fields(start)
-        info = {
-            "whitespace": whitespace, "escapes": escapes, "strict": strict,
-            "property_order": property_order,
-            "draft": doc.draft.name,
-            "loosened": list(norm.loosened),
-            "front_end_s": time.perf_counter() - t0,
-            "work": budget.work,
-            "key_orders": _key_orders(norm),
-        }
-        # every terminal automaton was built (or found memoised) on the way here, and
-        # compiling the schema again in another process builds them again: the lexer
-        # tables are not worth a disk cache entry unless assembling them is slow
-        grammar = cls(**fields, terminal_automata_prebuilt=True, json_schema_info=info)
-        builder.remember_automata(grammar)
-    if norm.loosened:
-        warnings.warn(SchemaLoosened(norm.loosened), stacklevel=2)
+        grammar, loosened = _compile(cls, schema, draft, budget, t0, whitespace, strict, escapes,
+                                     property_order)
+    if loosened:
+        warnings.warn(SchemaLoosened(loosened), stacklevel=2)
     return grammar
+
+
+def _compile(cls, schema, draft, budget, t0, whitespace, strict, escapes, property_order):
+    """``(the grammar, the keywords loosened)``: :func:`compile_schema`'s work."""
+    doc = SchemaDoc(read_schema(schema), draft)
+    norm = Normalizer(doc, strict=strict, budget=budget, property_order=property_order)
+    builder = Builder(norm, whitespace, escapes)
+    start = builder.run(frozenset([""]))
+    fields = builder.grammar_fields(start)
+    info = {
+        "whitespace": whitespace, "escapes": escapes, "strict": strict,
+        "property_order": property_order,
+        "draft": doc.draft.name,
+        "loosened": list(norm.loosened),
+        "front_end_s": time.perf_counter() - t0,
+        "work": budget.work,
+        "key_orders": _key_orders(norm),
+    }
+    # every terminal automaton was built (or found memoised) on the way here, and
+    # compiling the schema again in another process builds them again: the lexer
+    # tables are not worth a disk cache entry unless assembling them is slow
+    grammar = cls(**fields, terminal_automata_prebuilt=True, json_schema_info=info)
+    builder.remember_automata(grammar)
+    return grammar, norm.loosened
 
 
 def check_default_draft(default_draft):
