@@ -553,3 +553,32 @@ def test_callers_use_the_compiled_parser(monkeypatch):
     monkeypatch.setenv(reparse.PURE_ENV, "1")
     with pytest.raises(AssertionError):
         parse_pattern("a|b|c")
+
+
+def test_widths_computed_in_c(monkeypatch):
+    # _reparse.getwidth is re._parser's getwidth in C: the same (min, max), the same
+    # caps, cached on the same nodes, on trees from either parser; the switch runs
+    # re._parser's own
+    rng = random.Random(11)
+    patterns = (COVERED + PATTERNS + schema_patterns() + grammar_patterns("javascript")
+                + grammar_patterns("sql") + [random_pattern(rng) for _ in range(1500)]
+                + ["a{3,}", "(?:ab){2}c+", "(a)\\1", "(a)?(?(1)b|cd)", "(?>a*)b?", "x*+", ".{5,7}"])
+    compared = 0
+    for pattern in patterns:
+        if not isinstance(pattern, str):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = sre_parse.parse(pattern, 0).getwidth()
+                trees = [sre_parse.parse(pattern, 0), reparse.parse(pattern)]
+        except (re.error, RecursionError, OverflowError):
+            continue
+        for tree in trees:
+            assert _reparse.getwidth(tree) == want, pattern[:200]
+            assert tree.width == want and _reparse.getwidth(tree) is tree.width
+        compared += 1
+    assert compared > 1000
+    tree = sre_parse.parse("ab+", 0)
+    monkeypatch.setenv(reparse.PURE_ENV, "1")
+    assert reparse.getwidth(tree) == (2, sre_parse.MAXWIDTH)

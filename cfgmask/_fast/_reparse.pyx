@@ -699,3 +699,77 @@ def parse(pattern, flags=0):
         return _Parser(pattern, flags).run()
     except (_GiveUp, _sp.error):   # _sp.error: State.opengroup's "too many groups"
         return None
+
+
+# ---------------------------------------------------------------- widths
+
+cdef object _MAXWIDTH = _sp.MAXWIDTH
+cdef object GROUPREF = _sp.GROUPREF
+cdef object GROUPREF_EXISTS = _sp.GROUPREF_EXISTS
+cdef object SUCCESS = _sp.SUCCESS
+cdef object CATEGORY = _sp.CATEGORY
+cdef frozenset _UNITCODES = frozenset({ANY, RANGE, IN, LITERAL, NOT_LITERAL, CATEGORY})
+cdef frozenset _REPEATCODES = frozenset({MIN_REPEAT, MAX_REPEAT, POSSESSIVE_REPEAT})
+
+
+def getwidth(subpattern):
+    """``subpattern.getwidth()``: the ``(min, max)`` width ``re._parser`` computes
+    and caches on each node, computed here (the same arithmetic, the same
+    ``MAXWIDTH`` caps, the same cache); for any tree, whichever parser made it.
+    Lark orders a terminal's alternatives by these widths, and measuring
+    javascript.lark's big terminals in Python was ~13 ms of its load."""
+    return _width(subpattern)
+
+
+cdef tuple _width(object sub):
+    cdef object w = sub.width
+    if w is not None:
+        return w
+    cdef object lo = 0, hi = 0, i, j, l, h, op, av, alt
+    for op, av in sub.data:
+        if op is BRANCH:
+            i = _MAXWIDTH
+            j = 0
+            for alt in av[1]:
+                l, h = _width(alt)
+                i = min(i, l)
+                j = max(j, h)
+            lo = lo + i
+            hi = hi + j
+        elif op is ATOMIC_GROUP:
+            i, j = _width(av)
+            lo = lo + i
+            hi = hi + j
+        elif op is SUBPATTERN:
+            i, j = _width(av[3])     # (group, add flags, del flags, body); no negative index here
+            lo = lo + i
+            hi = hi + j
+        elif op in _REPEATCODES:
+            i, j = _width(av[2])
+            lo = lo + i * av[0]
+            if av[1] == MAXREPEAT and j:
+                hi = _MAXWIDTH
+            else:
+                hi = hi + j * av[1]
+        elif op in _UNITCODES:
+            lo = lo + 1
+            hi = hi + 1
+        elif op is GROUPREF:
+            i, j = sub.state.groupwidths[av]
+            lo = lo + i
+            hi = hi + j
+        elif op is GROUPREF_EXISTS:
+            i, j = _width(av[1])
+            if av[2] is not None:
+                l, h = _width(av[2])
+                i = min(i, l)
+                j = max(j, h)
+            else:
+                i = 0
+            lo = lo + i
+            hi = hi + j
+        elif op is SUCCESS:
+            break
+    w = (min(lo, _MAXWIDTH), min(hi, _MAXWIDTH))
+    sub.width = w
+    return w

@@ -29,7 +29,7 @@ try:  # Python >= 3.11
 except ImportError:  # pragma: no cover - older Pythons
     import sre_parse
 
-__all__ = ["parse", "compiled_parse", "PURE_ENV"]
+__all__ = ["parse", "compiled_parse", "getwidth", "PURE_ENV"]
 
 PURE_ENV = "CFGMASK_PURE_REPARSE"
 
@@ -46,3 +46,12 @@ def parse(pattern, flags=0):
     """``re._parser.parse(pattern, flags)``: the same tree, the same errors."""
     tree = compiled_parse(pattern, flags)
     return sre_parse.parse(pattern, flags) if tree is None else tree
+
+
+def getwidth(tree):
+    """``tree.getwidth()`` (``re._parser``'s widths, cached on the nodes as it caches
+    them), computed by :func:`cfgmask._fast._reparse.getwidth`;
+    ``CFGMASK_PURE_REPARSE=1`` runs ``re._parser``'s own."""
+    if os.environ.get(PURE_ENV) == "1":
+        return tree.getwidth()
+    return _reparse.getwidth(tree)

@@ -63,7 +63,7 @@ import re
 
 from cfgmask.automata import parse_pattern, unescaped_characters
 from cfgmask.automata.parse import min_width_is_zero
-from cfgmask.automata.reparse import parse as parse_regex
+from cfgmask.automata.reparse import getwidth as regex_width, parse as parse_regex
 from cfgmask.errors import GrammarError
 from cfgmask.frontends import lark_build, lark_compile, lark_meta, lark_parse
 
@@ -207,7 +207,7 @@ def lark_regexp_width(expr, reference):
         tree = parse_regex(expr)
     except re.error:
         return reference(expr)
-    return [int(x) for x in tree.getwidth()]
+    return [int(x) for x in regex_width(tree)]   # re._parser's widths, computed in C
 
 
 def load_with_lark_parser(loaded, start, source):
