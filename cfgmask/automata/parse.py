@@ -24,7 +24,7 @@ parse trees are only read, never changed; :func:`escape_code_point` and
 from functools import lru_cache
 
 from cfgmask.automata import unicode_tables as ut
-from cfgmask.automata.reparse import parse as parse_regex, sre_parse
+from cfgmask.automata.reparse import getwidth as regex_width, parse as parse_regex, sre_parse
 from cfgmask.cache import BoundedMemo
 
 _C = sre_parse  # opcodes and flags are re-exported by the parser module
@@ -138,38 +138,13 @@ def one_char_ranges(subpattern, flags):
     return None
 
 
-_UNIT_OPS = frozenset({ANY, RANGE, IN, LITERAL, NOT_LITERAL, CATEGORY})
-_REPEAT_OPS = frozenset(op for op in (MIN_REPEAT, MAX_REPEAT, POSSESSIVE_REPEAT) if op is not None)
-
-
 def min_width_is_zero(subpattern):
-    """Exactly ``subpattern.getwidth()[0] == 0`` (``re._parser``'s widths), without
-    measuring the rest of the tree once one item is known to need a character:
-    Lark's check that a terminal cannot match the empty string measured every
-    width of JavaScript's 19 KB regex-literal terminals, the first of which is
-    the literal "/"."""
-    if subpattern.width is not None:
-        return subpattern.width[0] == 0
-    for op, av in subpattern.data:
-        if op in _UNIT_OPS:
-            return False
-        if op is BRANCH:
-            if not any(min_width_is_zero(alt) for alt in av[1]):
-                return False
-        elif op is SUBPATTERN:
-            if not min_width_is_zero(av[-1]):
-                return False
-        elif op in _REPEAT_OPS:
-            if av[0] and not min_width_is_zero(av[2]):
-                return False
-        elif ATOMIC_GROUP is not None and op is ATOMIC_GROUP:
-            if not min_width_is_zero(av):
-                return False
-        elif op is GROUPREF or op is GROUPREF_EXISTS:
-            return subpattern.getwidth()[0] == 0   # group widths: the parser's own answer
-        elif op is _C.SUCCESS:
-            break
-    return True
+    """Exactly ``subpattern.getwidth()[0] == 0``: whether the pattern can match the
+    empty string by ``re._parser``'s widths (Lark refuses such a terminal),
+    measured in C (:func:`cfgmask.automata.reparse.getwidth`: in Python, the
+    widths of JavaScript's 19 KB regex-literal terminals were a visible part of
+    its load)."""
+    return regex_width(subpattern)[0] == 0
 
 
 def combine_flags(flags, add_flags, del_flags):

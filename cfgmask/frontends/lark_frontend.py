@@ -84,9 +84,7 @@ def load(cls, text, start="start", *, import_paths=(), word_boundary=None, sourc
         _warn(g)
         return g
     # Lark loads it; every failure (bad regex, missing %import, runaway templates,
-    # deep nesting) comes out as a GrammarError (see lark_loader).  Imported on a
-    # miss only: lark_loader imports cfgmask.automata (~15 ms), which a process
-    # that loads cached grammars without compiling them never needs
+    # deep nesting) comes out as a GrammarError (see lark_loader)
     t0 = time.perf_counter()
     with gc_pause.paused():      # Lark's parse trees: many objects, no cyclic garbage
         # the trees die inside the pause (when _load_fresh returns): a collection
@@ -103,6 +101,8 @@ def load(cls, text, start="start", *, import_paths=(), word_boundary=None, sourc
 
 def _load_fresh(cls, text, start, import_paths, word_boundary, source):
     """``(the cls grammar of text, the files it %imports)``: Lark's load, normalised."""
+    # imported on a miss only: lark_loader imports cfgmask.automata (~15 ms), which
+    # a process that loads cached grammars without compiling them never needs
     from cfgmask.frontends import lark_loader
     parser, used_files = lark_loader.load(text, start, [p if callable(p) else str(p) for p in import_paths],
                                           source)
