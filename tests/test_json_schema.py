@@ -143,6 +143,42 @@ def test_patterns_search_the_decoded_value(pattern):
             assert dfa.matches(t.encode()) == expect, (pattern, t)
 
 
+def _random_pattern(rng, depth=0):
+    """A random pattern of the constructs pattern_to_decoded rewrites (classes,
+    empty classes, groups, alternation, repeats with zero and non-zero minimums)."""
+    atoms = ["a", "b", ".", "\\d", "\\S", "[^\\s\\S]", "[xy]", "[^a]", "é"]
+    parts = []
+    for _ in range(rng.randint(0, 3)):
+        k = rng.random()
+        if k < 0.5 or depth > 2:
+            p = rng.choice(atoms)
+        elif k < 0.75:
+            p = "(" + "|".join(_random_pattern(rng, depth + 1) for _ in range(rng.randint(1, 3))) + ")"
+        else:
+            p = "(?:" + _random_pattern(rng, depth + 1) + ")"
+        parts.append(p + rng.choice(["", "", "*", "+", "?", "{0,2}", "{2}", "{1,3}", "{0}"]))
+    return "".join(parts)
+
+
+def test_matches_empty_agrees_with_re_on_the_rewritten_pattern():
+    """strings.matches_empty (read off the tree) against the check it replaced:
+    Python's ``re.fullmatch`` of the rewritten alternative on ""."""
+    from cfgmask.automata import sre_parse
+    rng = random.Random(23)
+    patterns = PATTERNS + ["", "(?:)", "[^\\s\\S]", "[^\\s\\S]*", "(a|)", "(a|[^\\s\\S]?)b?",
+                           "(?:[^\\s\\S]){0,3}", "(?:[^\\s\\S])+", "((a*)|b)+", "a{0}"]
+    patterns += [_random_pattern(rng) for _ in range(400)]
+    seen = {True: 0, False: 0}
+    for pattern in patterns:
+        parsed = sre_parse.parse(pattern, 0)
+        for _start, _end, body in S._anchored_alternatives(list(parsed), False, False, [0]):
+            core = S._ecma_seq(body, +1)
+            want = re.fullmatch(core, "") is not None
+            assert S.matches_empty(body) == want, (pattern, core)
+            seen[want] += 1
+    assert min(seen.values()) > 50, seen      # both answers well represented
+
+
 def test_pattern_escape_classes_are_sound_for_both_readings():
     """\\d is ECMA [0-9] (Python also matches other digits); \\s excludes U+FEFF (Python) and
     U+001C (ECMA); negated classes take the complement of the union."""

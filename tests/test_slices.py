@@ -347,7 +347,7 @@ def test_standard_slices_on_a_tiny_vocabulary():
 
 @pytest.mark.parametrize("tokenizer", ["smollm2", "tekken"])
 def test_partition_tries_equal_one_filtered_trie_per_part(tokenizer):
-    """_fast/_slicewalk.partition_tries against filtered_trie_numpy of each part,
+    """_fast/_slicewalk.partition_forest against filtered_trie_numpy of each part,
     on random partitions (some tokens in no part, empty parts, 1 to 33 parts)
     and on a real slice layout's partition."""
     trie = TOKENIZERS[tokenizer][0]().prepared().trie
@@ -364,10 +364,14 @@ def test_partition_tries_equal_one_filtered_trie_per_part(tokenizer):
     for part, k in cases:
         got = W.partition_tries(trie, part, k)
         assert len(got) == k
+        wants = [W.filtered_trie_numpy(trie, part == p) for p in range(k)]
         for p in range(k):
-            want = W.filtered_trie_numpy(trie, part == p)
-            for a, b in zip(got[p], want):
+            for a, b in zip(got[p], wants[p]):
                 assert a.dtype == b.dtype and np.array_equal(a, b), (k, p)
+        # the forest a slice layout reads: the same tries one after the other,
+        # subtree ends counted in the forest's rows
+        for a, b in zip(W.partition_forest(trie, part, k), W._forest_of(wants)):
+            assert a.dtype == b.dtype and np.array_equal(a, b), k
 
 
 def _packed_walk(dfa, prepared, lead=None):

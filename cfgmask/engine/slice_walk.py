@@ -12,9 +12,10 @@ pre-order arrays and never modify them.
   Only tokens in the trie can be members: they are the only ones the
   runtime's walks see.
 * :func:`filtered_trie`: the sub-trie holding a set of tokens, in the same
-  layout, derived from the full trie without sorting; :func:`partition_tries`
-  makes one for each part of a partition of the tokens, sharing one pass over
-  the trie (a slice layout's tries: one per slice and the rest).
+  layout, derived from the full trie without sorting; :func:`partition_forest`
+  makes one for each part of a partition of the tokens, laid out one after
+  the other (a slice layout's forest: one trie per slice and the rest), in two
+  passes over the trie.
 """
 
 import os
@@ -22,7 +23,7 @@ import os
 import numpy as np
 
 from cfgmask._fast._slicewalk import live_nodes, live_tokens
-from cfgmask._fast._slicewalk import partition_tries as _partition_tries_c
+from cfgmask._fast._slicewalk import partition_forest as _partition_forest_c
 
 
 def trie_membership(dfa, trie, special, lead=None):
@@ -109,8 +110,8 @@ def filtered_trie(trie, keep_token):
         return filtered_trie_numpy(trie, keep_token)
     # a partition into one part: the kept tokens, the others in none
     part = np.where(np.asarray(keep_token, dtype=np.bool_), 0, 1).astype(np.uint8)
-    return _partition_tries_c(trie.node_byte, trie.node_depth, trie.node_token, trie.node_subtree_end,
-                              part, 1)[0]
+    return _partition_forest_c(trie.node_byte, trie.node_depth, trie.node_token, trie.node_subtree_end,
+                               part, 1)[:4]
 
 
 def filtered_trie_numpy(trie, keep_token):
@@ -134,14 +135,35 @@ def filtered_trie_numpy(trie, keep_token):
             node_token, send)
 
 
-def partition_tries(trie, part_of_token, n_parts):
-    """``[filtered_trie(trie, part_of_token == p) for p in range(n_parts)]``
+def partition_forest(trie, part_of_token, n_parts):
+    """The filtered trie of each part ``p < n_parts`` of a partition of the tokens
     (``part_of_token``: uint8 per token id, a value ``>= n_parts`` in no part),
-    by one pass that finds the parts under each node and two per part
-    (``_fast/_slicewalk.pyx``); the list of :func:`filtered_trie` calls is its
-    reference (``CFGMASK_PURE_SLICES=1``)."""
+    one after the other: ``(node_byte, node_depth, node_token, subtree_end, lo,
+    hi)`` with part ``p`` at rows ``[lo[p], hi[p])`` and subtree ends counted
+    in the forest's rows.  Two passes over the trie whatever the number of parts
+    (``_fast/_slicewalk.pyx``); :func:`filtered_trie_numpy` of each part,
+    concatenated, is its reference (``CFGMASK_PURE_SLICES=1``)."""
     part_of_token = np.ascontiguousarray(part_of_token, dtype=np.uint8)
     if os.environ.get("CFGMASK_PURE_SLICES") == "1":
-        return [filtered_trie_numpy(trie, part_of_token == p) for p in range(n_parts)]
-    return _partition_tries_c(trie.node_byte, trie.node_depth, trie.node_token, trie.node_subtree_end,
-                              part_of_token, int(n_parts))
+        return _forest_of(filtered_trie_numpy(trie, part_of_token == p) for p in range(n_parts))
+    return _partition_forest_c(trie.node_byte, trie.node_depth, trie.node_token, trie.node_subtree_end,
+                               part_of_token, int(n_parts))
+
+
+def _forest_of(tries):
+    """Filtered tries laid out one after the other (the reference of :func:`partition_forest`)."""
+    tries = list(tries)
+    sizes = np.array([len(t[0]) for t in tries], dtype=np.int64)
+    hi = np.cumsum(sizes)
+    lo = hi - sizes
+    cat = [np.concatenate([t[j] for t in tries]) if tries else np.zeros(0, d)
+           for j, d in enumerate((np.uint8, np.int32, np.int32, np.int32))]
+    cat[3] = (cat[3] + np.repeat(lo, sizes)).astype(np.int32)
+    return (*cat, lo, hi)
+
+
+def partition_tries(trie, part_of_token, n_parts):
+    """``[filtered_trie(trie, part_of_token == p) for p in range(n_parts)]``: the
+    parts of :func:`partition_forest`, each with its own row numbers."""
+    nb, nd, nt, ne, lo, hi = partition_forest(trie, part_of_token, n_parts)
+    return [(nb[a:b], nd[a:b], nt[a:b], (ne[a:b] - a).astype(np.int32)) for a, b in zip(lo, hi)]

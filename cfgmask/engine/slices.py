@@ -53,7 +53,7 @@ from cfgmask.automata import CODE_MODULES, ByteDFA, class_regex
 from cfgmask.cache import BoundedMemo
 from cfgmask.engine import slice_candidates
 from cfgmask.engine.slice_candidates import BOUNDED_RUNS, Slice, derive, run_slice
-from cfgmask.engine.slice_walk import partition_tries, trie_membership
+from cfgmask.engine.slice_walk import partition_forest, trie_membership
 from cfgmask.engine.trie import check_forest
 
 MIN_SLICE_TOKENS = 256        # smaller slices do not pay for their trie and check
@@ -218,20 +218,12 @@ def layout(slices, own, trie, vocab_size):
     part_of_token = np.full(V, len(slices), dtype=np.uint8)
     for j, mine in enumerate(own):
         part_of_token[mine] = j
-    parts, lo, hi = [], [], []
-    base = 0
-    for nb, nd, nt, ne in partition_tries(trie, part_of_token, len(slices) + 1):
-        parts.append((nb, nd, nt, ne + base))
-        lo.append(base)
-        base += len(nb)
-        hi.append(base)
-    rest_lo, rest_hi = lo.pop(), hi.pop()
-    forest = {
-        "node_byte": np.concatenate([p[0] for p in parts]).astype(np.uint8),
-        "node_depth": np.concatenate([p[1] for p in parts]).astype(np.int32),
-        "node_token": np.concatenate([p[2] for p in parts]).astype(np.int32),
-        "node_subtree_end": np.concatenate([p[3] for p in parts]).astype(np.int32),
-    }
+    node_byte, node_depth, node_token, subtree_end, lo, hi = partition_forest(
+        trie, part_of_token, len(slices) + 1)
+    rest_lo, rest_hi = int(lo[-1]), int(hi[-1])
+    lo, hi = lo[:-1].astype(np.int32), hi[:-1].astype(np.int32)
+    forest = {"node_byte": node_byte, "node_depth": node_depth, "node_token": node_token,
+              "node_subtree_end": subtree_end}
     words = (V + 31) // 32
     tokens = np.array(own, dtype=np.bool_).reshape(len(own), V)
     return SliceTables(slices, _implied_by(slices, tokens), tokens, forest,
