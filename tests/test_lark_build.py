@@ -4,9 +4,12 @@ The loaded ``Grammar`` (rule and terminal definitions, ``%ignore`` names) and
 the used files must be equal for every bundled and test grammar, Lark's
 lark.lark and the third-party mirrors; every error ``GrammarBuilder.validate``
 raises must be raised the same way (type and message), and the fast check
-must refuse exactly the texts Lark's check refuses.
+must refuse exactly the texts Lark's check refuses.  The one-walk terminal
+resolution (``lark_build.resolve_term_references``) is compared with Lark's
+own on the same texts and on each way a terminal reference can be wrong.
 """
 
+import functools
 import os
 import subprocess
 
@@ -87,3 +90,78 @@ CASES = [
 @pytest.mark.parametrize("text,loads", CASES)
 def test_checks_as_lark(text, loads):
     assert _same(text) == loads
+
+
+def _lark_resolve():
+    f = L.resolve_term_references
+    while getattr(f, "_cfgmask_lark_build", False):
+        f = f.__wrapped__
+    return f
+
+
+def _load_with(resolve, text, name, import_paths):
+    saved = L.resolve_term_references
+    L.resolve_term_references = resolve
+    try:
+        return L.load_grammar(text, name, list(import_paths), False)
+    finally:
+        L.resolve_term_references = saved
+
+
+def _same_resolution(text, path=None, import_paths=()):
+    """Lark's load with Lark's resolution and with ours: equal definitions, or the same error."""
+    name = path or "<string>"
+    original = _lark_resolve()
+    ours = functools.partial(lark_build.resolve_term_references, lark_resolve=original)
+    try:
+        want, _ = _load_with(original, text, name, import_paths)
+    except Exception as e:  # noqa: BLE001 - compared below
+        with pytest.raises(type(e)) as got:
+            _load_with(ours, text, name, import_paths)
+        assert str(got.value) == str(e)
+        return False
+    got, _ = _load_with(ours, text, name, import_paths)
+    assert repr(got.term_defs) == repr(want.term_defs)
+    assert repr(got.rule_defs) == repr(want.rule_defs)
+    return True
+
+
+@pytest.mark.parametrize("path", GRAMMAR_FILES + [_lark_lark()], ids=os.path.basename)
+def test_terminal_references_resolved_as_lark(path):
+    assert _same_resolution(grammar_text(path), path, [os.path.dirname(path)])
+
+
+def test_mirror_terminal_references_resolved_as_lark():
+    texts = _mirror_texts()
+    if not texts:
+        pytest.skip(f"no third-party grammar mirrors under {MIRROR_DIR} (set CFGMASK_MIRROR_DIR)")
+    assert any(_same_resolution(text) for _name, text in texts)
+
+
+TERMINAL_CASES = [
+    ('start: A\nA: B C\nB: "b"\nC: B "c"\n', True),               # shared, nested
+    ('start: K\nK: S E L\nS: "s"i\nE: "e"i\nL: "l"i\n', True),     # letter by letter
+    ('start: A B\nA: "a"\nB: A A A\n', True),
+    ('start: NUM\nNUM: SIGNED_INT\n%import common.SIGNED_INT\n', True),   # an imported, resolved tree
+    ('start: A\nA: "a" A?\n', False),                                # recursion
+    ('start: A\nA: B\nB: "b" A\n', False),                          # a cycle of two
+    ('start: A\nA: B\nB: C\nC: "c" | B\n', False),                 # a cycle not through A
+    ('start: A\nA: a\na: "x"\n', False),                            # a rule inside a terminal
+    ('start: A\nA: B "x"\n', False),                                 # undefined
+    ('%declare B\nstart: A\nA: B "x"\n', False),                    # %declare'd
+    ('start: A C\nA: B\nC: D\n', False),                            # two undefined: Lark's first
+]
+
+
+@pytest.mark.parametrize("text,loads", TERMINAL_CASES)
+def test_terminal_reference_cases_as_lark(text, loads):
+    assert _same_resolution(text) == loads
+
+
+def test_cycles_found():
+    """_has_cycle on small graphs (a cycle is what makes Lark raise)."""
+    assert not lark_build._has_cycle({"a": {"b"}, "b": {"c"}, "c": set()})
+    assert not lark_build._has_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()})   # a diamond
+    assert lark_build._has_cycle({"a": {"a"}})
+    assert lark_build._has_cycle({"a": {"b"}, "b": {"c"}, "c": {"b"}})
+    assert lark_build._has_cycle({"x": set(), "a": {"b"}, "b": {"a"}})

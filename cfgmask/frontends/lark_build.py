@@ -24,9 +24,22 @@ Invariants:
   (tests/test_lark_build.py compares them);
 * only with lark 1.3.x (the ``GrammarBuilder`` internals read here); with any
   other version Lark's own function runs.
+
+Terminal references (``resolve_term_references``, called at the end of
+``GrammarBuilder.load_grammar``): Lark replaces each terminal used inside a
+terminal by that terminal's tree, sweeping every terminal tree again until a
+sweep changes nothing, and then walks each tree once more to look for
+recursion; a grammar that spells keywords letter by letter (``SELECT: S E L
+E C T``) needed one sweep per level.  :func:`resolve_term_references` makes
+the same replacements in one walk when the references are all defined
+terminals and form no cycle, and otherwise calls Lark's function, which
+raises its own error.  :func:`install` routes Lark's name to it, like
+``lark_parse.install``.
 """
 
-__all__ = ["load_grammar"]
+import threading
+
+__all__ = ["load_grammar", "resolve_term_references", "install"]
 
 
 def load_grammar(text, source, import_paths, global_keep_all_tokens=False):
@@ -82,3 +95,110 @@ def _all_valid(builder):
                 elif inside and isinstance(c, Symbol) and c.name not in defs and c.name not in params:
                     return False
     return set(defs).issuperset(builder._ignore_names)
+
+
+_install_lock = threading.Lock()
+
+
+def install():
+    """Route ``lark.load_grammar.resolve_term_references`` through
+    :func:`resolve_term_references` (lark 1.3.x only), Lark's own function
+    serving every case it leaves.  Once per process; returns whether the
+    wrapper is in place."""
+    import lark
+    from lark import load_grammar as L
+
+    if not lark.__version__.startswith("1.3"):
+        return False
+    with _install_lock:
+        current = L.resolve_term_references
+        if getattr(current, "_cfgmask_lark_build", False):
+            return True
+
+        def wrapper(term_dict):
+            return resolve_term_references(term_dict, current)
+
+        wrapper.__wrapped__ = current
+        wrapper.__doc__ = current.__doc__
+        wrapper._cfgmask_lark_build = True
+        L.resolve_term_references = wrapper
+        return True
+
+
+def resolve_term_references(term_dict, lark_resolve=None):
+    """Lark's ``resolve_term_references(term_dict)``: in each terminal tree, the
+    child of every ``value`` node that names a terminal becomes that terminal's
+    tree (the same object, so the trees share it), in place.
+
+    One walk collects the references.  Where one names a rule or an undefined
+    or ``%declare``d terminal, or where the terminals refer to each other in a
+    cycle, nothing has been changed yet and ``lark_resolve`` (Lark's function)
+    runs instead: it raises Lark's error for the first offender in Lark's
+    order.  A terminal's tree may already hold resolved trees (those of
+    ``%import``ed terminals); they are walked once each, by identity, as
+    Lark's ``iter_subtrees`` does."""
+    from lark import Tree
+    from lark.grammar import Terminal
+
+    if lark_resolve is None:
+        from lark import load_grammar as L
+        lark_resolve = L.resolve_term_references
+        while getattr(lark_resolve, "_cfgmask_lark_build", False):
+            lark_resolve = lark_resolve.__wrapped__
+        if lark_resolve is resolve_term_references:
+            raise RuntimeError("resolve_term_references: Lark's own function is not reachable")
+    refs = []                 # (value node, terminal name)
+    uses = {}                 # terminal name -> names its tree refers to
+    for name, tree in term_dict.items():
+        if tree is None:      # %declare
+            continue
+        mine = uses.setdefault(name, set())
+        seen = set()
+        stack = [tree]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node.data == "value":
+                if len(node.children) != 1:
+                    return lark_resolve(term_dict)
+                item = node.children[0]
+                if isinstance(item, Tree):
+                    stack.append(item)
+                    continue
+                if not isinstance(item, Terminal) or term_dict.get(item.name) is None:
+                    return lark_resolve(term_dict)     # a rule, undefined or %declare'd
+                refs.append((node, item.name))
+                mine.add(item.name)
+                continue
+            for c in node.children:
+                if isinstance(c, Tree):
+                    stack.append(c)
+    if _has_cycle(uses):
+        return lark_resolve(term_dict)
+    for node, name in refs:
+        node.children[0] = term_dict[name]
+    return None
+
+
+def _has_cycle(uses):
+    """Whether the graph ``uses`` (name -> names) has a cycle (iterative DFS)."""
+    state = {}                # 1: on the current path, 2: done
+    for root in uses:
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(uses.get(root, ())))]
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return True
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(uses.get(nxt, ()))))
+    return False

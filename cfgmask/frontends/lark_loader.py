@@ -118,9 +118,11 @@ def load(text, start, import_paths, source):
     # before load_grammar: its first call builds Lark's parser for .lark text; the LALR
     # table comes ready-made (lark_meta), the lexer's 30 terminal widths memoised;
     # lark_parse reads the text itself (4-6x faster), leaving to that parser only
-    # what it is not sure to read as Lark does (syntax errors among them)
+    # what it is not sure to read as Lark does (syntax errors among them); lark_build
+    # resolves terminal references in one walk
     lark_meta.install()
     lark_parse.install()
+    lark_build.install()
     _memoise_lark_widths()
     try:
         loaded, used_files = lark_build.load_grammar(text, source or "<string>", list(import_paths))
