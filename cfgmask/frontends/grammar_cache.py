@@ -249,7 +249,10 @@ def store(key, grammar, used_files, key_digest=None):
             imports.append(["package", str(path[0]), str(path[1]), digest])
         else:
             return False
-    return cache.store("grammar", key, {"attrs": attrs, "imports": imports}, arrays, key_digest)
+    # written by the cache's writer thread, as the compile's own tables are: the
+    # file write was ~0.5 ms of sql.lark's load (a read of it waits for the write)
+    return cache.store("grammar", key, {"attrs": attrs, "imports": imports}, arrays, key_digest,
+                       background=True)
 
 
 # an %import-ed grammar file larger than this is "changed" (never read whole)
