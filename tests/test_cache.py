@@ -502,6 +502,34 @@ def test_cached_build_memory_disk_built(cdir):
     assert len(calls) == 2
 
 
+def test_cached_build_freezes_and_writes_in_place(cdir):
+    """Built arrays come back read-only, as disk entries do (the memo shares them
+    with every later compile); the background write reads a frozen array in
+    place instead of copying it, and the entry reads back equal, strided,
+    empty and 0-d arrays included (those are copied)."""
+    base = np.arange(40, dtype=np.int64).reshape(8, 5)
+    want = {"own": np.arange(1000, dtype=np.int32), "strided": base[:, 1].copy(),
+            "empty": np.zeros(0, np.uint8), "scalar": np.array(7, dtype=np.int16),
+            "table": np.arange(512, dtype=np.uint8).reshape(2, 256)}
+
+    def build():
+        return {"m": 1}, {"own": np.arange(1000, dtype=np.int32), "strided": base[:, 1],
+                          "empty": np.zeros(0, np.uint8), "scalar": np.array(7, dtype=np.int16),
+                          "table": np.arange(512, dtype=np.uint8).reshape(2, 256)}
+
+    meta, arrays, source = cache.cached_build("test", {"k": "frozen"}, build)
+    assert source == "built"
+    assert all(not a.flags.writeable for a in arrays.values())
+    with pytest.raises(ValueError):
+        arrays["own"][0] = 1
+    assert base.flags.writeable           # a view is frozen as a copy, its base untouched
+    assert cache.flush(timeout=30)
+    got = cache.load("test", {"k": "frozen"})
+    assert got is not None and got[0] == {"m": 1}
+    for name, a in want.items():
+        assert got[1][name].dtype == a.dtype and np.array_equal(got[1][name], a), name
+
+
 def test_cached_build_failure_and_persist(cdir):
     memo = cache.BoundedMemo(4)
 
