@@ -18,6 +18,7 @@ import re
 import warnings
 from decimal import Decimal
 
+import numpy as np
 import pytest
 
 import cfgmask
@@ -114,6 +115,24 @@ def test_bounded_strings_count_decoded_characters(lo, hi, canonical):
     if lo <= 1 <= hi:
         assert dfa.matches(b'"\\ud83d\\ude00"') != canonical
     assert not dfa.matches(b'"\\ud83d"')
+
+
+@pytest.mark.parametrize("canonical", [False, True])
+def test_layered_strings_built_trimmed_equal_the_generic_trim(canonical):
+    """automata._layers (built with only its live states) against
+    _layers_trimmed (every layer whole, then setops' trim): the same states in
+    the same order, table for table, quoted and not, bounded and looping."""
+    gtrans, gfinal = A.json_char_dfa(canonical)
+    cases = [(lo, hi) for hi in range(0, 7) for lo in range(0, hi + 1)] + [(0, 40), (13, 96), (96, 96)]
+    for lo, hi in cases:
+        for quoted, loop_last in ((True, False), (False, False), (True, True)):
+            if loop_last and lo != hi:
+                continue
+            got = A._layers(lo, hi, quoted, loop_last, "t", gtrans, gfinal)
+            want = A._layers_trimmed(lo, hi, quoted, loop_last, "t", gtrans, gfinal)
+            assert got.trans.dtype == want.trans.dtype, (lo, hi, quoted, loop_last)
+            assert np.array_equal(got.trans, want.trans), (lo, hi, quoted, loop_last)
+            assert np.array_equal(got.accepting, want.accepting), (lo, hi, quoted, loop_last)
 
 
 PATTERNS = ["^a+$", "ab", "^$|^x", "[0-9]{2,3}", "^(?:foo|bar)-\\d+$", "é.", "^[^a]*$", "a|b$",

@@ -110,48 +110,89 @@ def bounded_string_dfa(lo, hi, quoted=True, canonical=False):
     if cached is not None:
         return cached, text
     gtrans, gfinal = json_char_dfa(canonical)
-    k = gtrans.shape[0]
-    if not quoted:
-        # layer i = i characters read; layer i's start state accepts when i >= lo
-        n = (hi + 1) * k
-        trans = np.full((n, 256), -1, np.int32)
-        accepting = np.zeros(n, bool)
-        for i in range(hi + 1):
-            base = i * k
-            layer = np.where(gtrans >= 0, gtrans + base, -1)
-            nxt = (i + 1) * k if i < hi else -1
-            layer = np.where(gtrans == gfinal, nxt, layer)
-            trans[base:base + k] = layer
-            accepting[base] = i >= lo
-        dfa = trimmed_dfa(trans, accepting, text, minimize=False)
-        remember_dfa(text, dfa)
-        return dfa, text
-    return _quoted_layers(lo, hi, False, text, gtrans, gfinal), text
+    dfa = _layers(lo, hi, quoted, False, text, gtrans, gfinal)
+    remember_dfa(text, dfa)
+    return dfa, text
 
 
-def _quoted_layers(lo, hi, loop_last, text, gtrans, gfinal):
-    """The quoted layered automaton: state 0 before the opening quote, 1 after
-    the closing one, ``2 + i*k + g`` = ``i`` characters read, character
-    automaton state ``g``; the closing quote is allowed from layers ``lo`` to
-    ``hi``, and a character finished in layer ``hi`` goes nowhere or, with
-    ``loop_last``, back to layer ``hi`` (at least ``lo = hi`` characters)."""
+def _layers(lo, hi, quoted, loop_last, text, gtrans, gfinal):
+    """The layered automaton of :func:`bounded_string_dfa` (``loop_last``:
+    :func:`min_length_string_dfa`'s, ``lo = hi``), built trimmed.
+
+    Layer ``i`` is the one-character automaton without its final state (a
+    character's last byte goes to the next layer's start instead, so that
+    state is never entered), ``i`` characters read; the last layer is its
+    start state alone (a character begun there could not end: it would be
+    one too many), or with ``loop_last`` the whole layer again, a character
+    ending back at its start.  Quoted: state 0 before the opening quote, 1
+    after the closing one, allowed from layers ``lo`` to ``hi``.  These are
+    exactly the live states, in the order :func:`_layers_trimmed` keeps
+    them from the full construction (its reference; tests/test_json_schema.py
+    compares the two), without its two whole-table passes: a
+    ``maxLength: 96`` string was 12.6 ms, three quarters of it trimming."""
     k = gtrans.shape[0]
-    n = 2 + (hi + 1) * k
+    if not 0 <= lo <= hi or gfinal == 0 or (gtrans == 0).any():
+        return _layers_trimmed(lo, hi, quoted, loop_last, text, gtrans, gfinal)
+    keep = np.flatnonzero(np.arange(k) != gfinal)              # a layer's rows: every state but the final
+    new_of = np.full(k, -1, np.int64)
+    new_of[keep] = np.arange(k - 1)
+    row = gtrans[keep]                                          # [k - 1, 256]
+    ends = row == gfinal                                        # the character's last byte
+    rel = new_of[np.maximum(row, 0)].astype(np.int32)          # targets within the layer
+    dead = row < 0
+    w = k - 1
+    off = 2 if quoted else 0
+    full = hi + 1 if loop_last else hi                          # layers with every row
+    n = off + full * w + (0 if loop_last else 1)
+    bases = (off + w * np.arange(full)).astype(np.int32)
+    nxt = bases + w                                             # the next layer's start
+    if loop_last:
+        nxt[-1] = bases[-1]
+    trans = np.empty((n, 256), np.int32)
+    # written in place: temporaries the size of the table were most of the time
+    body = trans[off:off + full * w].reshape(full, w, 256)
+    np.add(rel[None], bases[:, None, None], out=body)
+    np.copyto(body, -1, where=dead[None])
+    np.copyto(body, nxt[:, None, None], where=ends[None])
+    accepting = np.zeros(n, bool)
+    if not loop_last:
+        trans[n - 1] = -1                                       # the last layer's start alone
+    starts = np.append(bases, n - 1) if not loop_last else bases
+    allowed = starts[lo:]                                       # layers lo..hi may end the string
+    if quoted:
+        trans[0:2] = -1
+        trans[0, _QUOTE] = off
+        trans[allowed, _QUOTE] = 1
+        accepting[1] = True
+    else:
+        accepting[allowed] = True
+    return ByteDFA(trans, accepting, pattern=text)
+
+
+def _layers_trimmed(lo, hi, quoted, loop_last, text, gtrans, gfinal):
+    """:func:`_layers` by building every layer whole and trimming the dead
+    states (the final state's copies, the characters begun in the last
+    layer) with the generic trim: its reference."""
+    k = gtrans.shape[0]
+    off = 2 if quoted else 0
+    n = off + (hi + 1) * k
     trans = np.full((n, 256), -1, np.int32)
-    trans[0, _QUOTE] = 2
+    accepting = np.zeros(n, bool)
+    if quoted:
+        trans[0, _QUOTE] = 2
+        accepting[1] = True
     for i in range(hi + 1):
-        base = 2 + i * k
+        base = off + i * k
         layer = np.where(gtrans >= 0, gtrans + base, -1)
-        nxt = 2 + (i + 1) * k if i < hi else (base if loop_last else -1)
+        nxt = off + (i + 1) * k if i < hi else (base if loop_last else -1)
         layer = np.where(gtrans == gfinal, nxt, layer)
         trans[base:base + k] = layer
         if i >= lo:
-            trans[base, _QUOTE] = 1
-    accepting = np.zeros(n, bool)
-    accepting[1] = True
-    dfa = trimmed_dfa(trans, accepting, text, minimize=False)
-    remember_dfa(text, dfa)
-    return dfa
+            if quoted:
+                trans[base, _QUOTE] = 1
+            else:
+                accepting[base] = True
+    return trimmed_dfa(trans, accepting, text, minimize=False)
 
 
 def min_length_string_dfa(lo, canonical=False):
@@ -167,7 +208,9 @@ def min_length_string_dfa(lo, canonical=False):
     if cached is not None:
         return cached, text
     gtrans, gfinal = json_char_dfa(canonical)
-    return _quoted_layers(lo, lo, True, text, gtrans, gfinal), text
+    dfa = _layers(lo, lo, True, True, text, gtrans, gfinal)
+    remember_dfa(text, dfa)
+    return dfa, text
 
 
 def _char_position_dfa(canonical):
