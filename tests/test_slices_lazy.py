@@ -189,7 +189,7 @@ def test_slices_argument_and_environment(monkeypatch):
     monkeypatch.setenv("CFGMASK_SLICES", "lazy")
     assert C._slice_mode(True) == ("lazy", {})
     monkeypatch.delenv("CFGMASK_SLICES")
-    assert C._slice_mode(True) == ("eager", {})  # eager by default: cold masks (docs/compile.md)
+    assert C._slice_mode(True) == ("auto", {})  # eager but for standard-first grammars (docs/compile.md)
     assert C._slice_mode({"min_tokens": 2}) == ("eager", {"min_tokens": 2})
     assert C._slice_mode({"min_tokens": 2, "when": "lazy", "hot_nodes": 5}) == ("lazy", {"min_tokens": 2})
     c = cfgmask.compile(g, vocab, slices=dict(FORCED, when="eager"))
@@ -224,3 +224,46 @@ def test_the_first_fill_starts_the_build():
     assert c.wait_slices(60) and c._runtime is not rt and c.cache_stats()["slices"] == c.slices.n > 0
     m.fill_bitmask(c.allocate_bitmask())
     assert m._rt is c._runtime
+
+
+# a schema keeping the standard JSON string runs and runs of a key pattern of its own
+# (a key class no other test uses: the tables memo and the disk cache would otherwise
+# hold its own tables already, and "auto" would rightly start on those)
+KEYED_SCHEMA = {"type": "object", "patternProperties": {"^[a-hk-zA-Q]+$": {"type": "string"}},
+                "additionalProperties": False}
+
+
+def test_auto_starts_on_the_standard_slices_with_equal_masks():
+    """slices="auto" (the default): a schema whose choice holds a standard slice
+    and slices of its own starts on the prepared standard tables and lays out
+    its own later (here: wait_slices, and the hot walk on another compile);
+    masks equal eager's and no slices' over random walks, before and after."""
+    vocab = V.smollm2_vocab()
+    vocab.prepare()
+    std = vocab.prepared().standard_slices_if_prepared()[0]
+    assert std is not None
+    g = cfgmask.Grammar.from_json_schema(KEYED_SCHEMA)
+    auto = cfgmask.compile(g, vocab)
+    hot = cfgmask.compile(g, vocab, slices=dict(when="auto", hot_nodes=0))
+    assert auto._slices is std and hot._slices is std and not auto.slices_ready()
+    eager = cfgmask.compile(g, vocab, slices="eager")
+    off = cfgmask.compile(g, vocab, slices=False)
+    own = [s.key() for s in eager.slices.slices]
+    assert own != [s.key() for s in std.slices], "the schema keeps only the standard slices"
+    for seed in range(4):
+        _walk([eager, auto, hot, off], seed, 60)
+    assert hot.wait_slices(60) and [s.key() for s in hot._slices.slices] == own
+    assert auto.wait_slices(60) and [s.key() for s in auto.slices.slices] == own
+    for seed in range(4, 8):
+        _walk([eager, auto, hot, off], seed, 60)
+    # a new compile finds the grammar's own tables in the memo: no standard start
+    again = cfgmask.compile(cfgmask.Grammar.from_json_schema(KEYED_SCHEMA), vocab)
+    assert again.slices_ready() and [s.key() for s in again._slices.slices] == own
+
+
+def test_auto_is_eager_where_no_standard_slice_is_kept():
+    """sql.lark keeps no standard slice: "auto" derives its own before returning."""
+    vocab = V.smollm2_vocab()
+    vocab.prepare()
+    c = cfgmask.compile(cfgmask.Grammar.builtin("sql"), vocab)
+    assert c.slices_ready() and c._slices is not None and c._slices.n > 0

@@ -129,8 +129,14 @@ def compile(grammar: Grammar | str, vocab: Vocabulary, *, limits: Limits | None 
     (``min_tokens``, ``min_fraction``, ``max_slices``) tunes them, which tests
     use to force slices onto tiny vocabularies.
 
-    When: by default slices are derived before ``compile`` returns
-    (*eager*).  ``slices="lazy"`` (issue 23) takes them off the critical
+    When: by default (``"auto"``) slices are derived before ``compile``
+    returns, except that a grammar keeping a standard slice (the body of a
+    JSON string, prepared with the vocabulary) next to slices of its own
+    whose tables are not built yet starts on the standard tables and gets
+    its own like lazy ones below, once its walk is hot: most JSON schemas
+    with a key pattern or a string format (docs/compile.md).
+    ``slices="eager"`` always derives them all before returning.
+    ``slices="lazy"`` (issue 23) takes them off the critical
     path: the first masks use the plain forest walk, and once the runtime has
     walked ``SLICES_HOT_NODES`` forest nodes building its caches (the work
     slices save) a fill starts a background thread that derives them; they are
@@ -144,7 +150,7 @@ def compile(grammar: Grammar | str, vocab: Vocabulary, *, limits: Limits | None 
     :meth:`~CompiledGrammar.wait_slices` builds them, which tests use to
     publish them at a chosen point).  The environment variable
     ``CFGMASK_SLICES`` (``eager``, ``lazy``, ``0``) changes what ``True``
-    means.
+    (``"auto"``) means.
     """
     if isinstance(grammar, str):
         grammar = Grammar.from_lark(grammar)
@@ -159,7 +165,7 @@ def compile(grammar: Grammar | str, vocab: Vocabulary, *, limits: Limits | None 
     if progress is not None and not callable(progress):
         raise ConfigurationError(f"progress must be callable, got {type(progress).__name__}")
     if not (isinstance(slices, (bool, dict)) or (isinstance(slices, str) and slices in _SLICE_WHEN)):
-        raise ConfigurationError(f"slices must be True, False, 'eager', 'lazy' or a dict of options, "
+        raise ConfigurationError(f"slices must be True, False, 'auto', 'eager', 'lazy' or a dict of options, "
                                  f"got {slices!r:.40}")
     if isinstance(slices, dict) and slices.get("when", "eager") not in _SLICE_WHEN:
         raise ConfigurationError(f"slices['when'] must be one of {sorted(_SLICE_WHEN)}, got {slices['when']!r:.40}")
@@ -172,7 +178,7 @@ def compile(grammar: Grammar | str, vocab: Vocabulary, *, limits: Limits | None 
             f"({e or 'allocation failed'})") from e
 
 
-_SLICE_WHEN = ("eager", "lazy", "manual")
+_SLICE_WHEN = ("eager", "lazy", "manual", "auto")
 # Lazy slices are derived once the runtime has walked this many forest nodes
 # building its caches: the work slices save.  json with SmolLM2 walks about
 # 110,000 over 20 documents (and its masks are as fast without slices), sql
@@ -196,7 +202,7 @@ def _slice_mode(use_slices):
     env = os.environ.get("CFGMASK_SLICES", "").strip().lower()
     if env in ("0", "off", "false", "no"):
         return None, {}
-    return ("lazy" if env == "lazy" else "eager"), {}
+    return (env if env in ("lazy", "eager") else "auto"), {}
 
 
 class CompiledGrammar:
@@ -212,8 +218,9 @@ class CompiledGrammar:
     and a mask never depends on which runtime computed it (tests/test_slices.py,
     tests/test_slices_lazy.py), so matchers, their copies and batch rows may
     use either at any time.  ``_runtime`` changes once, from the runtime
-    without slices to the one with them; if the build fails, slices stay off
-    (always correct) and the error is kept in ``slice_error``."""
+    without slices (or over the vocabulary's standard slices, ``"auto"``) to
+    the one with the grammar's own; if the build fails, the first runtime
+    stays (always correct) and the error is kept in ``slice_error``."""
 
     def __init__(self, grammar, vocab, limits, progress=None, use_slices=True):
         # automata, tables and slices: many objects alive to the end, no cyclic garbage
@@ -256,6 +263,15 @@ class CompiledGrammar:
         self._slices_pending = when == "lazy"
         if when == "eager":
             self._slices = _slices.for_grammar(grammar, self.lexer_spec, p, **self._slice_options)
+        elif when == "auto":
+            # eager, except that a grammar keeping a standard slice (a JSON string's
+            # body) next to slices of its own starts on the prepared standard tables
+            # and lays out its own once its walk is hot (slices.for_grammar_standard_first)
+            self._slices, own_pending = _slices.for_grammar_standard_first(
+                grammar, self.lexer_spec, p, **self._slice_options)
+            if own_pending:
+                self._slice_state = 0
+                self._slices_pending = True
         if self._slice_state == 2:
             self._slice_done.set()
         t_runtime = time.perf_counter()

@@ -396,7 +396,41 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
         return _for_grammar(grammar, lexer_spec, prepared, options, True)
 
 
-def _for_grammar(grammar, lexer_spec, prepared, options, rederive):
+def for_grammar_standard_first(grammar, lexer_spec, prepared, **options):
+    """``(tables, own_pending)``: :func:`for_grammar`'s tables when they are in
+    memory or on disk, or when laying them out is the only way to have them;
+    but when the grammar keeps a standard slice (a JSON string's body) next to
+    slices of its own whose forest is not built yet, the vocabulary's prepared
+    standard tables and ``own_pending=True``: the caller starts with them and
+    builds the grammar's own later (``compiler``: once its walk is hot).
+
+    Any slice set gives the same masks (slices only skip work), and the
+    standard set holds the runs of string bodies, where a walk without slices
+    is most costly; the grammar's own extras (a key pattern, a format's
+    characters) save less than the forest costs a schema that is compiled,
+    used for one document and dropped: ~10 ms of tekken's 131k-token trie,
+    most of MaskBench's p80-p95 time to first mask (docs/compile.md)."""
+    try:
+        return _for_grammar(grammar, lexer_spec, prepared, options, False, standard_first=True)
+    except _StaleCandidates:
+        return _for_grammar(grammar, lexer_spec, prepared, options, True, standard_first=True)
+
+
+def _standard_sharing(prepared, chosen_keys):
+    """The prepared standard tables that share a slice with ``chosen_keys`` without
+    being exactly that set, or None (also when they are not prepared)."""
+    for std in prepared.standard_slices_if_prepared() or ():
+        if std is None:
+            continue
+        keys = [s.key() for s in std.slices]
+        if keys == list(chosen_keys):
+            return None             # the standard set itself: found in the memo as it is
+        if not set(keys).isdisjoint(chosen_keys):
+            return std
+    return None
+
+
+def _for_grammar(grammar, lexer_spec, prepared, options, rederive, standard_first=False):
     """The :class:`SliceTables` of ``grammar`` on a prepared vocabulary.
 
     Three levels, each memoised in memory and kept in the disk cache
@@ -452,7 +486,14 @@ def _for_grammar(grammar, lexer_spec, prepared, options, rederive):
     def chosen_slices():
         candidates = _derived_as_listed(grammar, lexer_spec, terminals_memo, len(keys))
         return [candidates[i] for i in chosen]
-    return _tables_for([keys[i] for i in chosen], chosen_slices, own, prepared, base, memberships)
+    chosen_keys = [keys[i] for i in chosen]
+    if not standard_first:
+        return _tables_for(chosen_keys, chosen_slices, own, prepared, base, memberships)
+    std = _standard_sharing(prepared, chosen_keys)
+    if std is not None:
+        got = _tables_for(chosen_keys, chosen_slices, own, prepared, base, memberships, build=False)
+        return (got, False) if got is not None else (std, True)
+    return _tables_for(chosen_keys, chosen_slices, own, prepared, base, memberships), False
 
 
 def _tables_base(prepared, options):
@@ -461,13 +502,18 @@ def _tables_base(prepared, options):
             "vocab": prepared.vocab.fingerprint(), "options": {k: options[k] for k in sorted(options)}}
 
 
-def _tables_for(chosen_keys, chosen_slices, own, prepared, base, memberships):
+class _NotBuilt(Exception):
+    """:func:`_tables_for` was asked not to build."""
+
+
+def _tables_for(chosen_keys, chosen_slices, own, prepared, base, memberships, build=True):
     """The :class:`SliceTables` of the chosen slices (digests ``chosen_keys``, in
     priority order; ``chosen_slices()`` gives the slices themselves, only needed
     when the tables must be built), memoised on the prepared vocabulary and kept
     in the disk cache.  They are a function of that ordered list alone: a
     slice's own tokens are its members minus those of the slices chosen before
-    it.  ``own``: those own sets, when the caller has them."""
+    it.  ``own``: those own sets, when the caller has them.  ``build=False``:
+    None where they are neither in memory nor on disk."""
     trie, special, V = prepared.trie, prepared.token_special, prepared.vocab.vocab_size
     tables_key = dict(base, chosen=list(chosen_keys))
     tables_digest = cache.key_digest(tables_key)
@@ -482,13 +528,18 @@ def _tables_for(chosen_keys, chosen_slices, own, prepared, base, memberships):
             tables = _from_arrays(meta, arrays, list(chosen_keys))
         return tables is not None
 
-    def build():
+    def lay_out():
         nonlocal tables
+        if not build:
+            raise _NotBuilt
         slices = chosen_slices()
         tables = layout(slices, own if own is not None else _own_sets(slices, trie, special, V, memberships),
                         trie, V)
         return _to_arrays(tables)
-    cache.cached_build("slices", tables_key, build, validate=read)
+    try:
+        cache.cached_build("slices", tables_key, lay_out, validate=read)
+    except _NotBuilt:
+        return None
     memo.put(tables_digest, tables)
     return tables
 
