@@ -100,29 +100,38 @@ def _all_valid(builder):
 _install_lock = threading.Lock()
 
 
-def install():
-    """Route ``lark.load_grammar.resolve_term_references`` through
-    :func:`resolve_term_references` (lark 1.3.x only), Lark's own function
-    serving every case it leaves.  Once per process; returns whether the
-    wrapper is in place."""
+def wrap_lark_function(name, marker, make_wrapper):
+    """Put ``make_wrapper(current)`` in the place of ``lark.load_grammar.<name>``,
+    once per process (lark 1.3.x only): the wrapper serves every caller and
+    hands what it leaves to ``current``, Lark's own function.  ``marker``: the
+    attribute that tells a wrapper already in place.  Returns whether it is
+    (``lark_parse.install``, :func:`install`)."""
     import lark
     from lark import load_grammar as L
 
     if not lark.__version__.startswith("1.3"):
         return False
     with _install_lock:
-        current = L.resolve_term_references
-        if getattr(current, "_cfgmask_lark_build", False):
+        current = getattr(L, name)
+        if getattr(current, marker, False):
             return True
-
-        def wrapper(term_dict):
-            return resolve_term_references(term_dict, current)
-
+        wrapper = make_wrapper(current)
         wrapper.__wrapped__ = current
         wrapper.__doc__ = current.__doc__
-        wrapper._cfgmask_lark_build = True
-        L.resolve_term_references = wrapper
+        setattr(wrapper, marker, True)
+        setattr(L, name, wrapper)
         return True
+
+
+def install():
+    """Route ``lark.load_grammar.resolve_term_references`` through
+    :func:`resolve_term_references` (see :func:`wrap_lark_function`)."""
+
+    def make(current):
+        def wrapper(term_dict):
+            return resolve_term_references(term_dict, current)
+        return wrapper
+    return wrap_lark_function("resolve_term_references", "_cfgmask_lark_build", make)
 
 
 def resolve_term_references(term_dict, lark_resolve=None):

@@ -35,7 +35,6 @@ Invariants:
 """
 
 import re
-import threading
 from bisect import bisect_left
 
 __all__ = ["Unsupported", "parse_grammar_text", "install", "MAX_DEPTH"]
@@ -458,24 +457,13 @@ def _items(kinds, rule, term, import_, expansions, declare, definition):
     return items
 
 
-_install_lock = threading.Lock()
-
-
 def install():
     """Route ``lark.load_grammar._parse_grammar`` through :func:`parse_grammar_text`
     (lark 1.3.x only), Lark's own function serving every text it leaves.  Once
     per process; returns whether the wrapper is in place."""
-    import lark
-    from lark import load_grammar
+    from cfgmask.frontends.lark_build import wrap_lark_function
 
-    if not lark.__version__.startswith("1.3"):
-        return False
-    with _install_lock:
-        current = load_grammar._parse_grammar
-        if getattr(current, "_cfgmask_lark_parse", False):
-            return True
-        original = current
-
+    def make(original):
         def _parse_grammar(text, name, start="start"):
             try:
                 return parse_grammar_text(text, name, start)
@@ -483,9 +471,5 @@ def install():
                 pass
             # Outside the handler, so Lark's errors carry no chained context.
             return original(text, name, start)
-
-        _parse_grammar.__wrapped__ = original
-        _parse_grammar.__doc__ = original.__doc__
-        _parse_grammar._cfgmask_lark_parse = True
-        load_grammar._parse_grammar = _parse_grammar
-        return True
+        return _parse_grammar
+    return wrap_lark_function("_parse_grammar", "_cfgmask_lark_parse", make)
