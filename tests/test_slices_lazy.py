@@ -234,9 +234,10 @@ KEYED_SCHEMA = {"type": "object", "patternProperties": {"^[a-hk-zA-Q]+$": {"type
 
 
 def test_auto_starts_on_the_standard_slices_with_equal_masks():
-    """slices="auto" (the default): a schema whose choice holds a standard slice
-    and slices of its own starts on the prepared standard tables and lays out
-    its own later (here: wait_slices, and the hot walk on another compile);
+    """slices="auto" (the default): a schema whose candidates hold the standard
+    slices next to others, its choice keeping slices of its own, starts on the
+    prepared standard tables and lays out its own later (here: wait_slices,
+    and the hot walk on another compile);
     masks equal eager's and no slices' over random walks, before and after."""
     vocab = V.smollm2_vocab()
     vocab.prepare()
@@ -259,6 +260,26 @@ def test_auto_starts_on_the_standard_slices_with_equal_masks():
     # a new compile finds the grammar's own tables in the memo: no standard start
     again = cfgmask.compile(cfgmask.Grammar.from_json_schema(KEYED_SCHEMA), vocab)
     assert again.slices_ready() and [s.key() for s in again._slices.slices] == own
+
+
+def test_auto_json_keeps_its_runtime_when_its_choice_is_the_standard_set(tmp_path, monkeypatch):
+    """json.lark's candidates hold the standard slices next to others: "auto"
+    starts on the standard tables without choosing, and when its own choice
+    turns out to be exactly them, the runtime (and its warm caches) stays."""
+    monkeypatch.setenv("CFGMASK_CACHE_DIR", str(tmp_path))
+    vocab = V.smollm2_vocab()
+    vocab.prepare()
+    std = vocab.prepared().standard_slices_if_prepared()[0]
+    # no choice known for json.lark yet (other tests compile it on this vocabulary)
+    S._prepared_memo(vocab.prepared(), "_slice_choices", S._CHOICE_CACHE_SIZE).clear()
+    c = cfgmask.compile(cfgmask.Grammar.builtin("json"), vocab)
+    assert c._slices is std and c._slice_state == 0     # started on them, own choice pending
+    eager = cfgmask.compile(cfgmask.Grammar.builtin("json"), vocab, slices="eager")
+    assert eager.slices is std                 # json.lark keeps exactly the standard set
+    rt = c._runtime
+    for seed in range(3):
+        _walk([eager, c], seed, 40)
+    assert c.wait_slices(60) and c._runtime is rt and c.slices is std and c.slice_error is None
 
 
 def test_auto_is_eager_where_no_standard_slice_is_kept():

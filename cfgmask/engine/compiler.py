@@ -130,11 +130,11 @@ def compile(grammar: Grammar | str, vocab: Vocabulary, *, limits: Limits | None 
     use to force slices onto tiny vocabularies.
 
     When: by default (``"auto"``) slices are derived before ``compile``
-    returns, except that a grammar keeping a standard slice (the body of a
-    JSON string, prepared with the vocabulary) next to slices of its own
-    whose tables are not built yet starts on the standard tables and gets
-    its own like lazy ones below, once its walk is hot: most JSON schemas
-    with a key pattern or a string format (docs/compile.md).
+    returns, except that a grammar whose candidates hold the standard slices
+    (the body of a JSON string, prepared with the vocabulary) next to others,
+    and whose own choice is not known yet, starts on the standard tables and
+    chooses its own like lazy ones below, once its walk is hot: json.lark and
+    most JSON schemas (docs/compile.md).
     ``slices="eager"`` always derives them all before returning.
     ``slices="lazy"`` (issue 23) takes them off the critical
     path: the first masks use the plain forest walk, and once the runtime has
@@ -264,9 +264,9 @@ class CompiledGrammar:
         if when == "eager":
             self._slices = _slices.for_grammar(grammar, self.lexer_spec, p, **self._slice_options)
         elif when == "auto":
-            # eager, except that a grammar keeping a standard slice (a JSON string's
-            # body) next to slices of its own starts on the prepared standard tables
-            # and lays out its own once its walk is hot (slices.for_grammar_standard_first)
+            # eager, except that a grammar whose candidates hold the standard slices (a
+            # JSON string's body) next to others starts on the prepared standard tables
+            # and chooses its own once its walk is hot (slices.for_grammar_standard_first)
             self._slices, own_pending = _slices.for_grammar_standard_first(
                 grammar, self.lexer_spec, p, **self._slice_options)
             if own_pending:
@@ -341,6 +341,11 @@ class CompiledGrammar:
         t0 = time.perf_counter()
         try:
             tables = _slices.for_grammar(self.grammar, self.lexer_spec, self.prepared, **self._slice_options)
+            if tables is self._slices:
+                # "auto" started on the standard tables and the grammar's choice is
+                # exactly them: the runtime in use has them, and its warm caches
+                self.timings["slices_lazy_s"] = time.perf_counter() - t0
+                return
             rt = self._new_runtime(tables)
             old = self._runtime
             rt.use_subtree_accept = old.use_subtree_accept

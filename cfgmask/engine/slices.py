@@ -397,12 +397,13 @@ def for_grammar(grammar, lexer_spec, prepared, **options):
 
 
 def for_grammar_standard_first(grammar, lexer_spec, prepared, **options):
-    """``(tables, own_pending)``: :func:`for_grammar`'s tables when they are in
-    memory or on disk, or when laying them out is the only way to have them;
-    but when the grammar keeps a standard slice (a JSON string's body) next to
-    slices of its own whose forest is not built yet, the vocabulary's prepared
-    standard tables and ``own_pending=True``: the caller starts with them and
-    builds the grammar's own later (``compiler``: once its walk is hot).
+    """``(tables, own_pending)``: :func:`for_grammar`'s tables, except when the
+    standard slices (a JSON string's body, prepared with the vocabulary) are
+    among the grammar's candidates next to others and the grammar's own choice
+    or tables are not known yet (in memory or on disk): then the prepared
+    standard tables and ``own_pending=True``, without choosing; the caller
+    starts with them and builds the grammar's own later (``compiler``: once
+    its walk is hot; they are often the standard tables themselves).
 
     Any slice set gives the same masks (slices only skip work), and the
     standard set holds the runs of string bodies, where a walk without slices
@@ -416,16 +417,16 @@ def for_grammar_standard_first(grammar, lexer_spec, prepared, **options):
         return _for_grammar(grammar, lexer_spec, prepared, options, True, standard_first=True)
 
 
-def _standard_sharing(prepared, chosen_keys):
-    """The prepared standard tables that share a slice with ``chosen_keys`` without
-    being exactly that set, or None (also when they are not prepared)."""
+def _standard_among(prepared, viable_keys):
+    """The prepared standard tables whose slices are all among ``viable_keys``
+    next to other candidates, or None (also when they are not prepared, or
+    when the candidates are exactly theirs: choosing among them is cheap and
+    keeps them)."""
     for std in prepared.standard_slices_if_prepared() or ():
         if std is None:
             continue
-        keys = [s.key() for s in std.slices]
-        if keys == list(chosen_keys):
-            return None             # the standard set itself: found in the memo as it is
-        if not set(keys).isdisjoint(chosen_keys):
+        keys = {s.key() for s in std.slices}
+        if keys <= set(viable_keys) and len(set(viable_keys)) > len(keys):
             return std
     return None
 
@@ -476,24 +477,39 @@ def _for_grammar(grammar, lexer_spec, prepared, options, rederive, standard_firs
         chosen, own = choose([candidates[i] for i in viable], trie, special, V,
                              memberships=memberships, **options)
         return {"chosen": chosen}, {}
-    meta, _arrays, _source = cache.cached_build(
-        "slice-choice", dict(base, candidates=[keys[i] for i in viable]), choose_viable,
-        memo=_prepared_memo(prepared, "_slice_choices", _CHOICE_CACHE_SIZE),
-        validate=lambda meta, arrays: _check_choice(meta, arrays, len(viable)),
-        persist=lambda build_s: build_s > cache.PERSIST_ABOVE_S)
+    def choice(build=True):
+        def make():
+            if not build:
+                raise _NotBuilt
+            return choose_viable()
+        return cache.cached_build(
+            "slice-choice", dict(base, candidates=[keys[i] for i in viable]), make,
+            memo=_prepared_memo(prepared, "_slice_choices", _CHOICE_CACHE_SIZE),
+            validate=lambda meta, arrays: _check_choice(meta, arrays, len(viable)),
+            persist=lambda build_s: build_s > cache.PERSIST_ABOVE_S)[0]
+
+    std = _standard_among(prepared, [keys[i] for i in viable]) if standard_first else None
+    if std is not None:
+        # the standard slices are candidates next to others: start on their tables
+        # unless this grammar's choice and tables are already known (no choosing:
+        # its token sets are most of a keyed schema's remaining slice time)
+        try:
+            meta = choice(build=False)
+        except _NotBuilt:
+            return std, True
+        chosen_keys = [keys[viable[j]] for j in meta["chosen"]]
+        if chosen_keys == [s.key() for s in std.slices]:
+            return std, False
+        got = _tables_for(chosen_keys, None, None, prepared, base, memberships, build=False)
+        return (got, False) if got is not None else (std, True)
+    meta = choice()
     chosen = [viable[j] for j in meta["chosen"]]
 
     def chosen_slices():
         candidates = _derived_as_listed(grammar, lexer_spec, terminals_memo, len(keys))
         return [candidates[i] for i in chosen]
-    chosen_keys = [keys[i] for i in chosen]
-    if not standard_first:
-        return _tables_for(chosen_keys, chosen_slices, own, prepared, base, memberships)
-    std = _standard_sharing(prepared, chosen_keys)
-    if std is not None:
-        got = _tables_for(chosen_keys, chosen_slices, own, prepared, base, memberships, build=False)
-        return (got, False) if got is not None else (std, True)
-    return _tables_for(chosen_keys, chosen_slices, own, prepared, base, memberships), False
+    tables = _tables_for([keys[i] for i in chosen], chosen_slices, own, prepared, base, memberships)
+    return (tables, False) if standard_first else tables
 
 
 def _tables_base(prepared, options):
