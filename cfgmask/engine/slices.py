@@ -519,7 +519,7 @@ def _tables_base(prepared, options):
 
 
 class _NotBuilt(Exception):
-    """:func:`_tables_for` was asked not to build."""
+    """A look-up told not to build (a choice, :func:`_tables_for`) found nothing."""
 
 
 def _tables_for(chosen_keys, chosen_slices, own, prepared, base, memberships, build=True):
