@@ -29,7 +29,7 @@ import numpy as np
 
 from cfgmask.automata.kernels import compiled
 
-__all__ = ["ByteDFA", "CountedDFA", "byte_classes", "column_classes", "has_cycle"]
+__all__ = ["ByteDFA", "CountedDFA", "byte_classes", "column_classes", "graph_has_cycle", "has_cycle"]
 
 class ByteDFA:
     """A deterministic automaton over bytes; see the module docstring.
@@ -305,6 +305,13 @@ def has_cycle(trans):
     succ = [[] for _ in range(n)]
     for a, b in zip((pairs // n).tolist(), (pairs % n).tolist()):
         succ[a].append(b)
+    return graph_has_cycle(succ)
+
+
+def graph_has_cycle(succ):
+    """Whether the directed graph ``succ`` (node ``i``'s successors, ``0 <= i <
+    len(succ)``) has a cycle: an iterative depth-first search."""
+    n = len(succ)
     color = [0] * n            # 0 unseen, 1 on the DFS stack, 2 done
     for root in range(n):
         if color[root]:

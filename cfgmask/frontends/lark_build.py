@@ -39,6 +39,8 @@ raises its own error.  :func:`install` routes Lark's name to it, like
 
 import threading
 
+from cfgmask.automata.dfa import graph_has_cycle
+
 __all__ = ["load_grammar", "resolve_term_references", "install"]
 
 
@@ -134,7 +136,7 @@ def install():
     return wrap_lark_function("resolve_term_references", "_cfgmask_lark_build", make)
 
 
-def resolve_term_references(term_dict, lark_resolve=None):
+def resolve_term_references(term_dict, lark_resolve):
     """Lark's ``resolve_term_references(term_dict)``: in each terminal tree, the
     child of every ``value`` node that names a terminal becomes that terminal's
     tree (the same object, so the trees share it), in place.
@@ -149,13 +151,6 @@ def resolve_term_references(term_dict, lark_resolve=None):
     from lark import Tree
     from lark.grammar import Terminal
 
-    if lark_resolve is None:
-        from lark import load_grammar as L
-        lark_resolve = L.resolve_term_references
-        while getattr(lark_resolve, "_cfgmask_lark_build", False):
-            lark_resolve = lark_resolve.__wrapped__
-        if lark_resolve is resolve_term_references:
-            raise RuntimeError("resolve_term_references: Lark's own function is not reachable")
     refs = []                 # (value node, terminal name)
     uses = {}                 # terminal name -> names its tree refers to
     for name, tree in term_dict.items():
@@ -192,22 +187,6 @@ def resolve_term_references(term_dict, lark_resolve=None):
 
 
 def _has_cycle(uses):
-    """Whether the graph ``uses`` (name -> names) has a cycle (iterative DFS)."""
-    state = {}                # 1: on the current path, 2: done
-    for root in uses:
-        if root in state:
-            continue
-        state[root] = 1
-        stack = [(root, iter(uses.get(root, ())))]
-        while stack:
-            node, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                state[node] = 2
-                stack.pop()
-            elif state.get(nxt) == 1:
-                return True
-            elif nxt not in state:
-                state[nxt] = 1
-                stack.append((nxt, iter(uses.get(nxt, ()))))
-    return False
+    """Whether the graph ``uses`` (name -> names, every name a key) has a cycle."""
+    index = {name: i for i, name in enumerate(uses)}
+    return graph_has_cycle([[index[b] for b in uses[a]] for a in uses])

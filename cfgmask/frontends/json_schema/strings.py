@@ -456,7 +456,7 @@ def matches_empty(seq):
     """Whether the parsed items ``seq`` (those :func:`_ecma_seq` accepts) match "".
 
     Read off the tree: ``re.fullmatch(core, "")`` on the rewritten pattern gave
-    the same answer (tests/test_json_schema_strings.py compares them), but
+    the same answer (tests/test_json_schema.py compares them), but
     compiling a pattern whose ECMA classes span much of Unicode spends most of
     its time in ``re``'s charset optimiser (MaskBench's Handwritten---allany17:
     133 ms of 480).  Not ``getwidth()``: an empty class (``[^\\s\\S]``) has
