@@ -4,8 +4,8 @@
 One process per run (``CFGMASK_CACHE_DIR`` should be an empty directory):
 SmolLM2, a fresh compile of GRAMMAR with the given MODE, then real documents
 replayed token by token twice -- the first pass cold, the second warm --
-timing every ``fill_bitmask``.  MODE: ``eager``, ``lazy`` (the default:
-slices derived in the background once the walk is hot), ``lazywait`` (lazy,
+timing every ``fill_bitmask``.  MODE: ``eager``, ``lazy`` (slices derived
+in the background once the walk is hot), ``lazywait`` (lazy,
 ``wait_slices()`` after the first mask: a long-running process's steady
 state) or ``off``.  Prints one JSON line (µs; ``before_*``: fills before the
 lazy slices were published).
@@ -28,7 +28,8 @@ else:
     small = sorted((r for r in idx if r["bytes"] < 6000), key=lambda r: r["sha256"])
     docs = [open(r["abspath"], encoding="utf-8").read()[:1500] for r in small[:30]]
 ids = [tok.encode(d, add_special_tokens=False) for d in docs]
-slices = {"eager": "eager", "lazy": True, "off": False, "lazywait": True}[mode]
+# "lazy" by name: True is the default ("auto"), which was lazy when this was written
+slices = {"eager": "eager", "lazy": "lazy", "off": False, "lazywait": "lazy"}[mode]
 t0 = time.perf_counter()
 c = cfgmask.compile(cfgmask.Grammar.builtin(grammar), vocab, slices=slices)
 buf = c.allocate_bitmask()

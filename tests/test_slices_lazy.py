@@ -188,6 +188,11 @@ def test_slices_argument_and_environment(monkeypatch):
     assert C._slice_mode(True) == ("eager", {})
     monkeypatch.setenv("CFGMASK_SLICES", "lazy")
     assert C._slice_mode(True) == ("lazy", {})
+    monkeypatch.setenv("CFGMASK_SLICES", "sometimes")
+    with pytest.raises(ConfigurationError, match="CFGMASK_SLICES"):
+        cfgmask.compile(g, vocab)
+    monkeypatch.setenv("CFGMASK_SLICES", "auto")
+    assert C._slice_mode(True) == ("auto", {})
     monkeypatch.delenv("CFGMASK_SLICES")
     assert C._slice_mode(True) == ("auto", {})  # eager but for standard-first grammars (docs/compile.md)
     assert C._slice_mode({"min_tokens": 2}) == ("eager", {"min_tokens": 2})

@@ -149,8 +149,8 @@ def compile(grammar: Grammar | str, vocab: Vocabulary, *, limits: Limits | None 
     ``"when": "eager" (its default) | "lazy" | "manual"`` (manual: only
     :meth:`~CompiledGrammar.wait_slices` builds them, which tests use to
     publish them at a chosen point).  The environment variable
-    ``CFGMASK_SLICES`` (``eager``, ``lazy``, ``0``) changes what ``True``
-    (``"auto"``) means.
+    ``CFGMASK_SLICES`` (``auto``, ``eager``, ``lazy``, ``0``; anything else
+    raises :class:`ConfigurationError`) changes what ``True`` means.
     """
     if isinstance(grammar, str):
         grammar = Grammar.from_lark(grammar)
@@ -202,7 +202,11 @@ def _slice_mode(use_slices):
     env = os.environ.get("CFGMASK_SLICES", "").strip().lower()
     if env in ("0", "off", "false", "no"):
         return None, {}
-    return (env if env in ("lazy", "eager") else "auto"), {}
+    if env in ("", "1", "on", "true", "yes", "auto"):
+        return "auto", {}
+    if env in ("lazy", "eager"):
+        return env, {}
+    raise ConfigurationError(f"CFGMASK_SLICES must be auto, eager, lazy or 0, got {env!r:.40}")
 
 
 class CompiledGrammar:
