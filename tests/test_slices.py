@@ -40,7 +40,8 @@ def _encoder(name):
 
 
 @functools.lru_cache(maxsize=None)
-def compiled(grammar, tokenizer, slices=True):
+def compiled(grammar, tokenizer, slices="eager"):
+    # "eager" by name: the comparisons need slices whatever CFGMASK_SLICES says
     vocab = TOKENIZERS[tokenizer][0]()
     return cfgmask.compile(cfgmask.Grammar.builtin(grammar), vocab, slices=slices)
 
