@@ -2,8 +2,9 @@
 
 Compile-time code (grammar loading, regex -> DFA, tokenizer -> trie) is plain
 Python except ``_automata`` and ``_minimal`` (the subset construction, UTF-8
-spelling, minimisation and numbering of the regex pipeline, whose Python
-versions stay as the tests' reference) and ``_reparse`` (Python's regex parser
+spelling, minimisation and numbering of the regex pipeline, and the products
+and trimming of its set operations, whose Python versions stay as the tests'
+reference) and ``_reparse`` (Python's regex parser
 for the common syntax; ``re._parser`` is its reference); the rest is the
 per-token runtime.
 Set CFGMASK_DEBUG=1 to build with bounds checks on, which the test suite can

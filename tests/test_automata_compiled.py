@@ -24,7 +24,7 @@ import pytest
 
 import cfgmask
 from cfgmask.automata import determinize as det
-from cfgmask.automata import kernels, minimize, pipeline, utf8
+from cfgmask.automata import kernels, minimize, pipeline, setops, utf8
 from cfgmask.automata.nfa import NFA
 from cfgmask.automata.parse import sre_parse
 from cfgmask.errors import GrammarError
@@ -345,6 +345,119 @@ def test_column_classes_random_tables(seed):
     got_class, got_reps = kernels.KERNELS.column_classes(trans)
     assert got_class.dtype == ref_class.dtype and np.array_equal(got_class, ref_class)
     assert got_reps == ref_reps
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_product_random_tables(seed):
+    """The pairs of two tables in every mode, numbered as the reference numbers
+    them, and the refusal past ``max_states`` at every size around the real one."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.choice([1, 3, 12]))
+    A = _random_table(rng, int(rng.choice([1, 2, 9, 40])), k, float(rng.choice([0.1, 0.4, 0.9])))
+    B = _random_table(rng, int(rng.choice([1, 3, 25])), k, float(rng.choice([0.1, 0.4, 0.9])))
+    for code, mode in enumerate(("and", "minus", "or")):
+        ref = setops.product_classes_python(A, B, mode, 10 ** 6)
+        _same(ref, kernels.KERNELS.product(A, B, code, 10 ** 6))
+        n = ref[0].shape[0]
+        for limit in (n - 1, n, n + 1):
+            got = kernels.KERNELS.product(A, B, code, limit)
+            assert (got is None) == (setops.product_classes_python(A, B, mode, limit) is None)
+            assert (got is None) == (limit < n)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_live_and_keep_random_tables(seed):
+    """Trimming (the live states, then their rows renumbered, optionally spread
+    over other columns) as the NumPy references do it."""
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.choice([1, 4, 60, 500])), int(rng.choice([1, 6, 40]))
+    trans = _random_table(rng, n, k, float(rng.choice([0.05, 0.3, 0.9])))
+    accepting = rng.random(n) < float(rng.choice([0.0, 0.05, 0.5]))
+    live = setops.live_states_python(trans, accepting)
+    _same(live, kernels.KERNELS.live(trans, accepting))
+    live[0] = True                      # keep_states' precondition
+    columns = rng.integers(0, k, 256)
+    _same(setops.keep_states_python(trans, live), kernels.KERNELS.keep(trans, live))
+    _same(setops.keep_states_python(trans, live, columns), kernels.KERNELS.keep(trans, live, columns))
+
+
+def test_products_of_real_automata(monkeypatch):
+    """setops.product and product_table end to end, compiled and pure, on pairs
+    of the regex suite's automata (byte classes shared unevenly, UTF-8 states,
+    products large enough to be trimmed but not minimised)."""
+    from cfgmask.automata import compile_regex
+    dfas = []
+    for pattern in PATTERNS + [r"[a-z0-9]{0,400}", r"(?:\S+@\S+){1,2}", r"\w{2,300}"]:
+        try:
+            dfas.append(compile_regex(pattern, name="T"))
+        except (GrammarError, re.error):
+            continue
+    rng = random.Random(5)
+    pairs = [(rng.choice(dfas), rng.choice(dfas)) for _ in range(60)] + [(dfas[-1], dfas[-2])]
+    big = 0
+    for a, b in pairs:
+        if any(a.follow_forbidden + b.follow_forbidden + a.follow_forbidden_at_eos + b.follow_forbidden_at_eos):
+            continue
+        for mode in ("and", "minus", "or"):
+            got = _outcome2(setops.product, a, b, mode, "P")
+            got_table = _outcome2(setops.product_table, a, b, mode)
+            monkeypatch.setenv(kernels.PURE_ENV, "1")
+            ref = _outcome2(setops.product, a, b, mode, "P")
+            ref_table = _outcome2(setops.product_table, a, b, mode)
+            monkeypatch.delenv(kernels.PURE_ENV)
+            assert ref[0] == got[0] and ref_table[0] == got_table[0]
+            if ref[0] == "ok":
+                _same((ref[1].trans, ref[1].accepting), (got[1].trans, got[1].accepting))
+                _same(ref_table[1], got_table[1])
+                # a column partition handed over by the product is the one it would compute
+                assert np.array_equal(got[1].column_class(), kernels.KERNELS.column_classes(got[1].trans)[0])
+                big += got[1].n_states > setops._MINIMIZE_MAX_STATES
+
+
+    assert big          # the trimmed-only branch ran
+
+
+def _outcome2(fn, *args):
+    try:
+        return "ok", fn(*args)
+    except setops.ProductTooLarge:
+        return "too large", None
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_cycle_search_random_tables(seed):
+    """Cycles anywhere (self-loops, long ones, in parts the start cannot reach),
+    none at all (trees and layered DAGs), byte and class columns."""
+    from cfgmask.automata import dfa as dfa_mod
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.choice([1, 2, 30, 400])), int(rng.choice([1, 4, 256]))
+    trans = _random_table(rng, n, k, float(rng.choice([0.002, 0.02, 0.3])))
+    if seed % 2:                       # only edges forward: a DAG, unless one back edge
+        trans = np.where(trans > np.arange(n)[:, None], trans, -1).astype(np.int32)
+        if seed % 4 == 1 and n > 1:
+            trans[n - 1, 0] = int(rng.integers(0, n))
+    trans = np.ascontiguousarray(trans)
+    assert kernels.KERNELS.cycle(trans) == dfa_mod.has_cycle_python(trans)
+
+
+def test_min_chars_over_classes_equals_over_bytes():
+    """CountedDFA's fewest characters to acceptance, read over byte classes,
+    equals the search over all 256 columns."""
+    from cfgmask.automata import dfa as dfa_mod
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        n = int(rng.choice([1, 5, 80]))
+        trans = _random_table(rng, n, 256, float(rng.choice([0.01, 0.1])))
+        accepting = rng.random(n) < 0.2
+        char_end = (rng.random(n) < 0.5).astype(np.uint8)
+        got = dfa_mod._min_chars_to_accept(trans, accepting, char_end)
+        every = np.zeros(n, dtype=np.int64) + (1 << 30)
+        every[accepting] = 0
+        for _ in range(n + 1):          # Bellman-Ford over every byte
+            for s in range(n):
+                for t in set(trans[s][trans[s] >= 0].tolist()):
+                    every[s] = min(every[s], every[t] + int(char_end[t]))
+        assert np.array_equal(got, every)
 
 
 # ---------------------------------------------------------------- the switch

@@ -9,7 +9,8 @@ byte stack, the trie walk, the fill and the batch fill of one matcher.
 Compile-time steps that a profile showed dominating a cold compile, each with
 a Python reference the tests compare it with (docs/architecture.md, "Compiled
 compile steps"): ``_automata`` and ``_minimal`` (subset construction, UTF-8
-spelling, minimisation; imported only through ``cfgmask.automata.kernels``),
+spelling, minimisation, the set operations' products and trimming; imported
+only through ``cfgmask.automata.kernels``),
 ``_reparse`` (Python's regex parser for the common syntax;
 ``cfgmask.automata.reparse``) and ``_slicewalk`` (the slices' trie walks;
 ``cfgmask.engine.slice_walk``).

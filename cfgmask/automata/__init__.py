@@ -23,9 +23,9 @@ says what each guarantees):
 ``setops``          products, trimming, set operations under exact pattern
                     texts
 ``refusals``        the :class:`~cfgmask.errors.GrammarError` of each refusal
-``kernels``         the switch to the C kernels of ``determinize``, ``minimize``
-                    and ``utf8`` (``CFGMASK_PURE_AUTOMATA=1``: the Python
-                    references)
+``kernels``         the switch to the C kernels of ``determinize``, ``minimize``,
+                    ``utf8``, ``dfa`` and ``setops`` (``CFGMASK_PURE_AUTOMATA=1``:
+                    the Python references)
 ==================  ===========================================================
 
 The names below are the package's public API; the rest of cfgmask imports

@@ -3,8 +3,9 @@
 The subset construction (:mod:`~cfgmask.automata.determinize`, without
 lookaheads), the UTF-8 spelling (:mod:`~cfgmask.automata.utf8`), the
 trimming, minimisation and breadth-first numbering
-(:mod:`~cfgmask.automata.minimize`) and the column classes
-(:mod:`~cfgmask.automata.dfa`) run in C, in :mod:`cfgmask._fast._automata`
+(:mod:`~cfgmask.automata.minimize`), the column classes
+(:mod:`~cfgmask.automata.dfa`, with its cycle search) and the products of
+set operations with their trimming (:mod:`~cfgmask.automata.setops`) run in C, in :mod:`cfgmask._fast._automata`
 and :mod:`cfgmask._fast._minimal`, because they were most of a cold compile
 (docs/architecture.md, "Compiled compile steps").  Their Python versions stay:
 they define the results, the tests compare the two
@@ -33,7 +34,9 @@ PURE_ENV = "CFGMASK_PURE_AUTOMATA"
 #: the compiled kernels by name (each documents its Python reference)
 KERNELS = SimpleNamespace(subsets=_automata.subsets, utf8=_automata.utf8,
                           minimal=_minimal.minimal, bfs=_minimal.bfs,
-                          column_classes=_minimal.column_classes)
+                          column_classes=_minimal.column_classes,
+                          product=_minimal.product, live=_minimal.live, keep=_minimal.keep,
+                          cycle=_minimal.cycle)
 
 
 def compiled():

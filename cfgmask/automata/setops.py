@@ -24,13 +24,15 @@ process and a grammar that uses the text stays self-describing.
 
 import numpy as np
 
-from cfgmask.automata.dfa import ByteDFA, CountedDFA, sorted_unique
+from cfgmask.automata.dfa import ByteDFA, CountedDFA, column_classes, sorted_unique
+from cfgmask.automata.kernels import compiled
 from cfgmask.automata.memo import pinned_dfa, remember_dfa, remembered_dfa
 from cfgmask.automata.minimize import minimize_and_trim, renumber_bfs
 from cfgmask.cache import BoundedMemo
 
 __all__ = ["CountedOperand", "ProductTooLarge", "PRODUCT_MAX_STATES", "SETOP_MEMO", "empty_dfa",
-           "find_dfa", "intersect_all", "is_empty", "keep_states", "live_states", "product",
+           "find_dfa", "intersect_all", "is_empty", "keep_states", "keep_states_python",
+           "live_states", "live_states_python", "product", "product_classes_python",
            "product_table", "register_dfa", "subtract", "trimmed_dfa", "union"]
 
 # the lexer's default per-terminal limit (compiler.Limits.max_terminal_states)
@@ -87,24 +89,46 @@ def trimmed_dfa(trans, accepting, pattern, minimize=True):
     return ByteDFA(keep_states(trans, live), accepting[live], pattern=pattern)
 
 
-def keep_states(trans, live):
+def keep_states(trans, live, columns=None):
     """``trans`` restricted to the ``live`` states (``live[0]`` true), renumbered
     in order: every live state is reachable from 0 through live states, so
-    compacting keeps 0 first."""
+    compacting keeps 0 first.  ``columns``: take the result's columns from
+    these (a table over byte classes spread to bytes).  In C
+    (``_fast/_minimal.pyx``) unless ``CFGMASK_PURE_AUTOMATA=1``;
+    :func:`keep_states_python` is the reference."""
+    kernel = compiled()
+    if kernel is None:
+        return keep_states_python(trans, live, columns)
+    return kernel.keep(trans, live, columns)
+
+
+def keep_states_python(trans, live, columns=None):
+    """:func:`keep_states` in NumPy, the reference."""
     new_id = np.where(live, np.cumsum(live) - 1, -1)
     trans = np.where(trans >= 0, new_id[np.maximum(trans, 0)], -1)[live].astype(np.int32)
+    if columns is not None:
+        trans = trans[:, columns]
     return np.ascontiguousarray(trans)
 
 
 def live_states(trans, accepting):
-    """Bool per state: can it reach an accepting state?"""
+    """Bool per state: can it reach an accepting state?  In C unless
+    ``CFGMASK_PURE_AUTOMATA=1``; :func:`live_states_python` is the reference."""
+    kernel = compiled()
+    if kernel is None:
+        return live_states_python(trans, accepting)
+    return kernel.live(trans, accepting)
+
+
+def live_states_python(trans, accepting):
+    """:func:`live_states` in NumPy, the reference."""
     n = trans.shape[0]
     src, cols = np.nonzero(trans >= 0)
     dst = trans[src, cols]
     order = np.argsort(dst, kind="stable")
     src_sorted = src[order]
     starts = np.searchsorted(dst[order], np.arange(n + 1))
-    live = accepting.copy()
+    live = np.array(accepting, dtype=bool)
     frontier = np.flatnonzero(live)
     while frontier.size:
         preds = np.concatenate([src_sorted[starts[s]:starts[s + 1]] for s in frontier.tolist()])
@@ -119,32 +143,85 @@ def live_states(trans, accepting):
 
 def product(a, b, mode, pattern, minimize=True, max_states=PRODUCT_MAX_STATES):
     """``a`` and ``b`` (``"and"``), ``a`` and not ``b`` (``"minus"``) or either (``"or"``)."""
-    trans, accepting, _, _ = product_table(a, b, mode, max_states)
-    return trimmed_dfa(trans, accepting, pattern, minimize)
+    table, class_of, accepting, _, _ = _product_classes(a, b, mode, max_states)
+    if minimize and len(accepting) <= _MINIMIZE_MAX_STATES:
+        return trimmed_dfa(_spread(table, class_of), accepting, pattern, minimize)
+    # trimmed over the byte classes, then spread to 256 columns: what
+    # trimmed_dfa does to the full table, on a table a few columns wide
+    live = live_states(table, accepting)
+    if not live[0]:
+        return empty_dfa(pattern)
+    small = keep_states(table, live)
+    dfa = ByteDFA(_spread(small, class_of), accepting[live], pattern=pattern)
+    # its column classes, read off the narrow table (hashing 256 columns of a
+    # 12,000-state product took the lexer 8 ms)
+    ids = {}
+    composed = column_classes(small)[0][class_of].tolist()
+    dfa.set_column_class(np.fromiter((ids.setdefault(c, len(ids)) for c in composed), np.uint8, 256))
+    return dfa
 
 
 def product_table(a, b, mode, max_states=PRODUCT_MAX_STATES):
     """The reachable pairs of ``a`` x ``b``: ``(trans [n, 256], accepting, pa, pb)``,
     pair ``i`` = (``pa[i]``, ``pb[i]``), an index ``a.n_states`` / ``b.n_states``
-    meaning "dead on that side"; not trimmed.
+    meaning "dead on that side"; not trimmed."""
+    table, class_of, accepting, pa, pb = _product_classes(a, b, mode, max_states)
+    return _spread(table, class_of), accepting, pa, pb
 
-    Built over the byte classes the two automata share (bytes that both send
-    the same way stay together), so each breadth-first level reads a few
-    columns instead of 256: a product of two digit automata has about 13.
-    """
+
+_MODES = {"and": 0, "minus": 1, "or": 2}
+
+
+def _spread(table, class_of):
+    """``table[:, class_of]``, C-contiguous (by :func:`keep_states`, which makes
+    it in one pass where NumPy's gather is slow on big tables)."""
+    return keep_states(table, np.ones(table.shape[0], dtype=bool), class_of)
+
+
+def _product_classes(a, b, mode, max_states):
+    """:func:`product_table` over the byte classes the two automata share
+    (bytes that both send the same way stay together): ``(table [n, k],
+    class_of [256], accepting, pa, pb)``, a product of two digit automata
+    has about 13 columns.  The pairs come from C (``_fast/_minimal.pyx``)
+    unless ``CFGMASK_PURE_AUTOMATA=1``; :func:`product_classes_python` is
+    the reference."""
     if isinstance(a, CountedDFA) or isinstance(b, CountedDFA):
         raise CountedOperand()
-    na, nb = a.n_states, b.n_states
     ca, cb = a.column_class(), b.column_class()
     _, reps, class_of = np.unique(ca.astype(np.int32) * 256 + cb, return_index=True,
                                   return_inverse=True)
+    A, B = a.trans[:, reps], b.trans[:, reps]
+    kernel = compiled()
+    out = (kernel.product(A, B, _MODES[mode], max_states) if kernel is not None
+           else product_classes_python(A, B, mode, max_states))
+    if out is None:
+        raise ProductTooLarge(max_states)
+    table, pa, pb = out
+    acc_a = np.concatenate([a.accepting, [False]])[pa]
+    acc_b = np.concatenate([b.accepting, [False]])[pb]
+    if mode == "and":
+        accepting = acc_a & acc_b
+    elif mode == "minus":
+        accepting = acc_a & ~acc_b
+    else:
+        accepting = acc_a | acc_b
+    return table, class_of.ravel(), accepting, pa, pb
+
+
+def product_classes_python(A, B, mode, max_states):
+    """The reachable pairs of the tables ``A`` ``[na, k]`` and ``B`` ``[nb, k]``
+    (-1 dead; the same column classes), numbered level by level breadth first,
+    a level's new pairs in increasing pair code ``a * (nb + 1) + b``:
+    ``(table [n, k], pa, pb)`` with ``na`` / ``nb`` for "dead on that side",
+    or None past ``max_states`` pairs.  The reference of the C kernel;
+    each level reads all its pairs' rows at once."""
+    na, nb = A.shape[0], B.shape[0]
+    k = A.shape[1]
     # explicit non-accepting sinks (index na / nb) stand for "dead on this side"
-    A = np.vstack([a.trans[:, reps], np.full((1, len(reps)), na, np.int32)])
+    A = np.vstack([A, np.full((1, k), na, np.int32)])
     A = np.where(A < 0, na, A)
-    B = np.vstack([b.trans[:, reps], np.full((1, len(reps)), nb, np.int32)])
+    B = np.vstack([B, np.full((1, k), nb, np.int32)])
     B = np.where(B < 0, nb, B)
-    a_acc = np.concatenate([a.accepting, [False]])
-    b_acc = np.concatenate([b.accepting, [False]])
     width = nb + 1
     ids = {0: 0}
     pa, pb = [0], [0]
@@ -177,21 +254,12 @@ def product_table(a, b, mode, max_states=PRODUCT_MAX_STATES):
         rows.append((frontier, level_ids[inverse.reshape(codes.shape)]))
         frontier = np.asarray(new, np.int64)
         if len(pa) > max_states:
-            raise ProductTooLarge(max_states)
+            return None
     n = len(pa)
-    trans = np.full((n, len(reps)), -1, np.int32)
+    table = np.full((n, k), -1, np.int32)
     for fr, mapped in rows:
-        trans[fr] = mapped
-    trans = trans[:, class_of.ravel()]
-    pa, pb = np.asarray(pa), np.asarray(pb)
-    acc_a, acc_b = a_acc[pa], b_acc[pb]
-    if mode == "and":
-        accepting = acc_a & acc_b
-    elif mode == "minus":
-        accepting = acc_a & ~acc_b
-    else:
-        accepting = acc_a | acc_b
-    return trans, accepting, pa, pb
+        table[fr] = mapped
+    return table, np.asarray(pa, np.int64), np.asarray(pb, np.int64)
 
 
 # ------------------------------------------------ set operations by pattern text
