@@ -924,19 +924,25 @@ def test_min_width_is_zero_is_the_parsers_own_answer():
     assert checked > 200 and zero > 10
 
 
-def test_lexer_class_rows_gather_big_terminals_alone():
-    """engine.lexer._class_rows (big terminals gathered on their own, small ones
-    together) equals the one gather over every terminal's rows, for orders
-    that mix big and small terminals and put a big one first and last."""
+def test_lexer_class_rows_match_the_numpy_reference(monkeypatch):
+    """engine.lexer._class_rows (the C kernel stacked_columns: every terminal's
+    rows read at the class representatives, without a whole-width stack)
+    equals the NumPy reference, with terminals big and small in any order,
+    and CFGMASK_PURE_AUTOMATA=1 runs the reference."""
+    from cfgmask.automata import kernels
     from cfgmask.engine import lexer
+    monkeypatch.delenv(kernels.PURE_ENV, raising=False)
     small = [compile_regex(p, name="s") for p in ("a", "[0-9]+", "(?:ab|cd)*e", "\\w")]
     big = [compile_regex("[a-z0-9]{0,%d}x" % n, name="b") for n in (1100, 1500)]
-    assert all(d.n_states >= lexer._GATHER_ALONE_STATES for d in big)
-    for dfas in (small, big, big[:1] + small + big[1:], small[:2] + big + small[2:], big + small):
+    for dfas in (small[:1], small, big, big[:1] + small + big[1:], small[:2] + big + small[2:]):
         class_of, _n = byte_classes(dfas)
         rep = np.unique(class_of, return_index=True)[1].astype(np.int64)
-        offsets = np.zeros(len(dfas) + 1, dtype=np.int32)
-        np.cumsum([d.n_states for d in dfas], out=offsets[1:])
         want = np.concatenate([d.trans for d in dfas]).take(rep, axis=1)
-        got = lexer._class_rows(dfas, rep, offsets)
+        got = lexer._class_rows(dfas, rep)
         assert got.dtype == np.int32 and got.flags.c_contiguous and np.array_equal(got, want)
+        assert np.array_equal(lexer._class_rows_python(dfas, rep), want)
+    monkeypatch.setenv(kernels.PURE_ENV, "1")
+    calls = []
+    monkeypatch.setattr(lexer, "_class_rows_python", lambda dfas, rep: calls.append(1) or want)
+    lexer._class_rows(dfas, rep)
+    assert calls == [1]

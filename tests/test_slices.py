@@ -247,6 +247,81 @@ def test_difference_terminals_offer_the_candidates_of_their_whole_pattern():
     assert fast == slow and any(name.startswith("run[") for name, _ in fast)
 
 
+def _keyed_schema():
+    # several objects with "any other key" terminals, a pattern and numbers
+    item = {"type": "object", "properties": {"id": {"type": "integer"}, "tag": {"type": "string"}},
+            "additionalProperties": {"type": "string"}}
+    return {"type": "object",
+            "properties": {"name": {"type": "string", "pattern": "^[a-z]+$"}, "items": {"type": "array", "items": item},
+                           "meta": {"type": "object", "properties": {"x": {"type": "number"}},
+                                    "additionalProperties": {"type": "integer"}}},
+            "additionalProperties": {"type": "boolean"}}
+
+
+def test_lazy_prefix_slices_are_the_eager_ones_made_on_demand():
+    """derive(lazy=True), what a JSON Schema grammar gets, leaves the prefix
+    slices read off the lexer unmade; their first bytes need no automaton and
+    equal the made automaton's; once made, the candidates are the eager
+    derivation's, in its order, but for duplicates kept (the choice drops them)."""
+    g = cfgmask.Grammar.from_json_schema(_keyed_schema())
+    spec = LexerSpec(g)
+    SC._TERMINAL_SLICES.clear()
+    lazy = S.derive(g, spec, lazy=True)
+    unmade = [c for c in lazy if not c.made()]
+    assert len(unmade) >= 3 and all(c.name.startswith("P[") for c in unmade)
+    firsts = [c.first_bytes().copy() for c in unmade]
+    assert not any(c.made() for c in unmade)
+    lazy_keys = [c.key() for c in lazy]
+    assert all(c.made() for c in lazy)
+    for c, first in zip(unmade, firsts):
+        assert np.array_equal(first, np.asarray(c.dfa.trans[0]) >= 0)
+    SC._TERMINAL_SLICES.clear()
+    eager = S.derive(g, spec)
+    SC._TERMINAL_SLICES.clear()
+    assert list(dict.fromkeys(lazy_keys)) == [c.key() for c in eager]
+
+
+def test_a_json_schema_compile_leaves_the_unviable_prefix_slices_unmade():
+    """The choice reads only the viable candidates' digests (slices._LazyKeys):
+    the "any other key" prefixes (first byte '"' alone, too few tokens) are
+    never made, eager or auto, and the eager choice is the one among the
+    eagerly derived candidates."""
+    vocab = V.smollm2_vocab()
+    prepared = vocab.prepared()
+    g = cfgmask.Grammar.from_json_schema(_keyed_schema())
+    SC._TERMINAL_SLICES.clear()
+    S._DERIVED.clear()
+    S._CANDIDATE_KEYS.clear()
+    for when in ("auto", "eager"):
+        c = cfgmask.compile(g, vocab, slices=when)
+        cands = S.derived(g, c.lexer_spec)
+        # (P[STRING] is the any-string body's, made once per process for every schema)
+        quoted = [x for x in cands if x.name.startswith("P[KEY_OTHER")]
+        assert len(quoted) >= 3 and all(x.first_bytes().sum() == 1 and x.first_bytes()[ord('"')]
+                                        for x in quoted)
+        assert not any(x.made() for x in quoted), when
+    SC._TERMINAL_SLICES.clear()
+    eager = S.derive(g, c.lexer_spec)
+    SC._TERMINAL_SLICES.clear()
+    idx, _own = S.choose(eager, prepared.trie, prepared.token_special, vocab.vocab_size)
+    assert [s.key() for s in c.slices.slices] == [eager[i].key() for i in idx]
+
+
+@pytest.mark.parametrize("grammar", GRAMMARS)
+def test_lexer_reads_follow_restrictions_and_makes_automata_like_its_dfas(grammar):
+    spec = LexerSpec(cfgmask.Grammar.builtin(grammar))
+    restricted = 0
+    for t in range(spec.n_terminals):
+        d = spec.dfa(t)
+        assert spec.restricts_follow(t) == d.has_follow_restrictions
+        restricted += d.has_follow_restrictions
+        if not d.has_follow_restrictions and not spec.counted(t):
+            made = spec.dfa_maker(t)()
+            assert np.array_equal(made.trans, d.trans) and np.array_equal(made.accepting, d.accepting)
+            assert (made.pattern, made.name) == (d.pattern, d.name)
+    assert restricted or grammar != "javascript"
+
+
 def test_choice_leaves_out_candidates_that_cannot_reach_the_threshold():
     # two schemas that differ only in their property names: their "any other key"
     # terminals start with '"', which starts too few SmolLM2 tokens to be kept, so

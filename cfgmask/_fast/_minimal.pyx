@@ -811,3 +811,35 @@ def cycle(trans):
         free(colour)
         free(st_state)
         free(st_col)
+
+
+# ------------------------------------------------------------------ stacking
+
+def stacked_columns(tables, columns):
+    """``np.concatenate(tables).take(columns, axis=1)`` as int32 (its reference:
+    ``cfgmask.engine.lexer._class_rows_python``): the rows of every table in
+    ``tables`` (int32 ``[n_i, k]``, the same ``k``), one after the other,
+    reading only ``columns`` of each, without the whole-width copy of all of
+    them in between (a JSON schema's hundreds of terminals made that copy
+    10 MB of fresh memory, 5-12 ms)."""
+    cdef const int64_t[::1] cols = np.ascontiguousarray(columns, dtype=np.int64)
+    cdef int64_t m = cols.shape[0], total = 0, k = -1, r = 0, i, j
+    cdef const int32_t[:, ::1] tr
+    arrays = [np.ascontiguousarray(t, dtype=np.int32) for t in tables]
+    for a in arrays:
+        if a.ndim != 2 or (k >= 0 and a.shape[1] != k):
+            raise ValueError("stacked_columns: tables of one width")
+        k = a.shape[1]
+        total += a.shape[0]
+    for j in range(m):
+        if not 0 <= cols[j] < (k if k >= 0 else 0):
+            raise ValueError("stacked_columns: a column outside the tables")
+    out = np.empty((total, m), dtype=np.int32)
+    cdef int32_t[:, ::1] o = out
+    for a in arrays:
+        tr = a
+        for i in range(tr.shape[0]):
+            for j in range(m):
+                o[r, j] = tr[i, cols[j]]
+            r += 1
+    return out

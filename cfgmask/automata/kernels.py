@@ -36,7 +36,7 @@ KERNELS = SimpleNamespace(subsets=_automata.subsets, utf8=_automata.utf8,
                           minimal=_minimal.minimal, bfs=_minimal.bfs,
                           column_classes=_minimal.column_classes,
                           product=_minimal.product, live=_minimal.live, keep=_minimal.keep,
-                          cycle=_minimal.cycle)
+                          cycle=_minimal.cycle, stacked_columns=_minimal.stacked_columns)
 
 
 def compiled():

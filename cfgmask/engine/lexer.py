@@ -44,6 +44,7 @@ import numpy as np
 from cfgmask import automata, cache
 from cfgmask.errors import GrammarError
 from cfgmask.automata import ByteDFA, CountedDFA, build_cost, byte_classes, compile_regex
+from cfgmask.automata import kernels as automata_kernels
 
 DEFAULT_MAX_TERMINAL_STATES = 20000
 
@@ -134,6 +135,22 @@ class LexerSpec:
         """The terminal DFAs (256 columns), rebuilt from the class tables."""
         return [self.dfa(t) for t in range(self.n_terminals)]
 
+    def restricts_follow(self, t):
+        """``dfa(t).has_follow_restrictions``, read off the flat arrays without
+        building the automaton."""
+        return self._tab.restricts_follow(t)
+
+    def dfa_maker(self, t):
+        """A function that builds ``dfa(t)`` (not counted, no follow restrictions)
+        from copies of its class table and accepting states, holding nothing of
+        this lexer: process-wide memos keep such makers for automata that are
+        mostly never built (``slice_candidates``, prefix slices)."""
+        table = np.array(self.class_tables[t])
+        accepting = np.array(self._tab.accepting[t])
+        class_of = self.class_of_byte.copy()
+        name, pattern = self.terminal_names[t], self.grammar.terminal_patterns[t]
+        return lambda: ByteDFA(table[:, class_of], accepting, pattern=pattern, name=name)
+
     def dfa(self, t):
         """Terminal ``t``'s DFA (256 columns), rebuilt from its class table on first
         use (a JSON Schema grammar has dozens of terminals, and the slice
@@ -207,6 +224,13 @@ class LexerTables:
             got = self._follow[t] = ([ff_bytes[ff_o[i]:ff_o[i + 1]] or None for i in range(hi - lo)],
                                      [bool(e) for e in a["eos_forbidden"][lo:hi].tolist()])
         return got
+
+    def restricts_follow(self, t):
+        """Does any state of terminal ``t`` restrict what may follow its lexeme?"""
+        a = self.arrays
+        lo, hi = self.offsets[t], self.offsets[t + 1]
+        ff = a["ff_offsets"]
+        return bool((ff[lo + 1:hi + 1] > ff[lo:hi]).any() or a["eos_forbidden"][lo:hi].any())
 
     def counted(self, t):
         """Does terminal ``t`` count characters (a :class:`~cfgmask.automata.CountedDFA`)?"""
@@ -338,34 +362,22 @@ def check_tables(arrays, n_terminals):
     return True
 
 
-# a terminal with at least this many states is gathered on its own (see _class_rows)
-_GATHER_ALONE_STATES = 1024
-
-
-def _class_rows(dfas, rep, offsets):
+def _class_rows(dfas, rep):
     """Every terminal's table over the byte classes (columns ``rep``), stacked:
-    int32 ``[total states, classes]``.  Small terminals are gathered in one
-    go (one gather per terminal was twice as slow); a big one (a JSON Schema
-    product: 12,000 states x 256 columns, 12 MB) is gathered alone, straight
-    into its rows, instead of being copied whole into one 256-column stack
-    first: that copy's fresh memory cost 10-80 ms."""
-    trans = np.empty((int(offsets[-1]), len(rep)), dtype=np.int32)
-    run = []          # consecutive small terminals, gathered together
+    int32 ``[total states, classes]``.  In C (``_fast/_minimal.pyx``,
+    ``stacked_columns``) unless ``CFGMASK_PURE_AUTOMATA=1``: NumPy's way
+    (:func:`_class_rows_python`, the reference) first copies every table whole
+    into one 256-column stack, and that stack's fresh memory (10 MB for a big
+    JSON schema's 371 terminals, 12 MB for one product automaton) cost 5-80 ms."""
+    kernel = automata_kernels.compiled()
+    if kernel is None:
+        return _class_rows_python(dfas, rep)
+    return kernel.stacked_columns([d.trans for d in dfas], rep)
 
-    def flush(end):
-        if run:
-            lo = end - sum(d.n_states for d in run)
-            np.take(run[0].trans if len(run) == 1 else np.concatenate([d.trans for d in run]),
-                    rep, axis=1, out=trans[lo:end])
-            run.clear()
-    for i, d in enumerate(dfas):
-        if d.n_states >= _GATHER_ALONE_STATES:
-            flush(int(offsets[i]))
-            np.take(d.trans, rep, axis=1, out=trans[offsets[i]:offsets[i + 1]])
-        else:
-            run.append(d)
-    flush(int(offsets[-1]))
-    return trans
+
+def _class_rows_python(dfas, rep):
+    """:func:`_class_rows` in NumPy, the reference."""
+    return np.ascontiguousarray(np.concatenate([d.trans for d in dfas]).take(rep, axis=1), dtype=np.int32)
 
 
 def _build_tables(names, patterns, max_states, progress):
@@ -387,7 +399,7 @@ def _build_tables(names, patterns, max_states, progress):
     offsets = np.zeros(len(dfas) + 1, dtype=np.int32)
     np.cumsum([d.n_states for d in dfas], out=offsets[1:])
     if dfas:
-        trans = _class_rows(dfas, rep, offsets)
+        trans = _class_rows(dfas, rep)
         accepting = np.concatenate([d.accepting for d in dfas]).astype(np.uint8)
     else:
         trans = np.zeros((0, n_classes), dtype=np.int32)

@@ -46,7 +46,8 @@ class Slice:
     run and a prefix slice of the same language are two candidates: the later
     one keeps no tokens of its own and is dropped by :func:`~cfgmask.engine.slices.choose`.)"""
 
-    def __init__(self, name, dfa, lead=None, tail=None, tail_of=None, run=None, first=None):
+    def __init__(self, name, dfa, lead=None, tail=None, tail_of=None, run=None, first=None,
+                 prefix_of=None):
         self.name = name
         # a cross slice's automaton (c then P_T) is made from its lead and tail on
         # first use: most candidates are never chosen (javascript.lark: 156 cross
@@ -63,12 +64,40 @@ class Slice:
         self.run = run        # a run slice: (class regex, bound or None for "+")
         self._first = first   # a run slice: bool[256], the bytes its tokens start with
         self.run_of = None    # a bounded run: (the unbounded run's slice, the bound)
+        # a prefix slice made on first use: a function giving the terminal's automaton
+        # (its prefix automaton and digest are made when first asked for; see
+        # lazy_prefix), and the slice a renamed copy shares them with
+        self._prefix_of = prefix_of
+        self._origin = None
+
+    @classmethod
+    def lazy_prefix(cls, make_terminal_dfa, first):
+        """The prefix slice of a terminal whose automaton ``make_terminal_dfa()``
+        gives, made on first use (``first``: bool[256], the bytes its tokens start
+        with).  A JSON schema has dozens of string terminals ("any key but
+        these"), each offering a prefix slice that starts with ``"`` alone: too
+        few tokens on any vocabulary we measured (176 of tekken's 131k), so the
+        choice never reads it, and its automaton, minimisation and digest were
+        most of a big schema's slice derivation (Kubernetes---kb_149: 82 such
+        terminals, 14 ms)."""
+        return cls("P", None, first=first, prefix_of=make_terminal_dfa)
 
     @property
     def dfa(self):
         if self._dfa is None:     # threads racing here make equal tables
-            self._dfa = _run_dfa(*self.run) if self.run is not None else _prepend(self.lead, self.tail)
+            if self._origin is not None:
+                self._dfa = self._origin.dfa
+            elif self._prefix_of is not None:
+                self._dfa = prefix_dfa(self._prefix_of())
+            else:
+                self._dfa = _run_dfa(*self.run) if self.run is not None else _prepend(self.lead, self.tail)
         return self._dfa
+
+    def made(self):
+        """Are its automaton and digest made (always, but for a lazy prefix slice
+        not yet asked for them)?"""
+        origin = self._origin or self
+        return origin._prefix_of is None or origin._dfa is not None
 
     @property
     def tail(self):
@@ -113,10 +142,14 @@ class Slice:
     def renamed(self, name):
         """The same slice under another name (its digest and memos shared)."""
         s = Slice(name, self._dfa, self.lead, self._tail, self._tail_of, self.run, self._first)
-        # the digest is taken here, on the memoised original, so that every later
-        # copy shares it (a copy's own digest was lost with the copy: each new
-        # grammar hashed its memoised terminals' automata again)
-        s._key = self.key()
+        if self.made():
+            # the digest is taken here, on the memoised original, so that every later
+            # copy shares it (a copy's own digest was lost with the copy: each new
+            # grammar hashed its memoised terminals' automata again)
+            s._key = self.key()
+        else:
+            # a lazy prefix slice: the copy asks the original, which makes them once
+            s._origin = self._origin or self
         s._reps = self._reps
         s.run_of = self.run_of
         return s
@@ -137,7 +170,7 @@ class Slice:
 
     def key(self):
         if self._key is None:
-            self._key = self._digest()
+            self._key = self._origin.key() if self._origin is not None else self._digest()
         return self._key
 
     def _digest(self):
@@ -193,12 +226,38 @@ def _prepend(byte, dfa):
                        name=dfa.name)
 
 
-def derive(grammar, lexer_spec):
-    """Candidate slices of a grammar (not yet filtered by token counts)."""
+class _Terminal:
+    """What :func:`_terminal_slices` reads of one terminal of a lexer, each on
+    demand."""
+
+    def __init__(self, lexer_spec, t):
+        self.lexer_spec, self.t = lexer_spec, t
+
+    def restricts_follow(self):
+        return self.lexer_spec.restricts_follow(self.t)
+
+    def dfa_maker(self):
+        return self.lexer_spec.dfa_maker(self.t)
+
+    def first_bytes(self):
+        """bool[256]: the bytes its lexemes start with."""
+        spec = self.lexer_spec
+        return np.ascontiguousarray(spec.class_tables[self.t][0][spec.class_of_byte] >= 0)
+
+
+def derive(grammar, lexer_spec, lazy=False):
+    """Candidate slices of a grammar (not yet filtered by token counts).
+
+    Equal slices are offered once (by digest).  ``lazy``: prefix slices not
+    made yet stay unmade, so equal ones are only merged when they are the
+    same memoised slice (same pattern); the choice keeps one of any equal
+    pair anyway (the later has no tokens of its own), and a JSON Schema
+    grammar's (``terminal_automata_prebuilt``) are mostly never read
+    (:meth:`Slice.lazy_prefix`)."""
     out, seen = [], set()
 
     def add(s):
-        k = s.key()
+        k = s.key() if not lazy or s.made() else ("unmade", id(s._origin or s))
         if k not in seen:
             seen.add(k)
             out.append(s)
@@ -208,7 +267,7 @@ def derive(grammar, lexer_spec):
         if lexer_spec.counted(t):
             continue    # its automaton alone over-approximates it: no bound, no slice
         p, run_slices = _terminal_slices(grammar.terminal_patterns[t], lexer_spec.class_tables[t],
-                                         lambda: lexer_spec.dfa(t))
+                                         None, _Terminal(lexer_spec, t))
         if p is None:
             continue
         p = p.renamed(f"P[{name}]")
@@ -245,16 +304,17 @@ _TERMINAL_SLICES_SIZE = 4096
 _TERMINAL_SLICES = BoundedMemo(_TERMINAL_SLICES_SIZE, order="fifo")
 
 
-def _terminal_slices(pattern, class_table, get_dfa):
+def _terminal_slices(pattern, class_table, get_dfa, terminal=None):
     """The slices one terminal offers, memoised by its pattern: ``(prefix, runs)``
     with ``prefix`` a :class:`Slice` of its prefixes, or ``None`` when it offers
     none (a lookahead decides where its lexeme ends, or it is finite: a keyword
     is too small to pay), and ``runs`` a tuple of ``((ranges, hi), suffix,
     slice)`` for each run of one character class inside it and each bounded
     variant.  ``class_table`` is the terminal's table over the lexer's byte
-    classes (None: read the automaton's own byte table) and ``get_dfa()``
-    gives its byte automaton (both functions of the pattern alone); the
-    automaton is only built for a terminal that has a cycle.  Grammars generated one after another (a JSON Schema each) share most
+    classes, with ``terminal`` (a :class:`_Terminal`: its follow restrictions,
+    first bytes and automaton, read on demand), or None: ``get_dfa()`` gives
+    its byte automaton (all functions of the pattern alone); a prefix slice
+    read off a lexer is made lazily (:meth:`Slice.lazy_prefix`).  Grammars generated one after another (a JSON Schema each) share most
     terminals, and reading a pattern with Python's parser, building automata
     and the cycle check were most of a new grammar's slice work."""
     got = _TERMINAL_SLICES.get(pattern)
@@ -268,9 +328,9 @@ def _terminal_slices(pattern, class_table, get_dfa):
         _TERMINAL_SLICES.put(pattern, got)
         return got
     body = _lookahead_body(pattern)
-    if body is not None:
+    if body is not None and terminal is not None:
         try:
-            got = _restricted_terminal_slices(body, get_dfa)
+            got = _restricted_terminal_slices(body, terminal)
         except GrammarError:
             got = None        # a body the byte pipeline refuses: read the whole pattern
         if got is not None:
@@ -278,11 +338,18 @@ def _terminal_slices(pattern, class_table, get_dfa):
             return got
     if class_table is None:
         dfa = get_dfa()
-        if not has_cycle(dfa.trans):
-            dfa = None
+        cyclic = has_cycle(dfa.trans)
+        restricted = cyclic and dfa.has_follow_restrictions
+
+        def prefix():
+            return Slice("P", prefix_dfa(dfa))
     else:
-        dfa = get_dfa() if has_cycle(class_table) else None
-    if dfa is None or dfa.has_follow_restrictions:
+        cyclic = has_cycle(class_table)
+        restricted = cyclic and terminal.restricts_follow()
+
+        def prefix():
+            return Slice.lazy_prefix(terminal.dfa_maker(), terminal.first_bytes())
+    if not cyclic or restricted:
         got = (None, ())
     else:
         runs, seen = [], set()
@@ -303,7 +370,7 @@ def _terminal_slices(pattern, class_table, get_dfa):
                 sl = run_slice(cls, suffix)
                 if sl is not None:
                     runs.append(((ranges, hi), suffix, sl))
-        got = (Slice("P", prefix_dfa(dfa)), tuple(runs))
+        got = (prefix(), tuple(runs))
     _TERMINAL_SLICES.put(pattern, got)
     return got
 
@@ -391,7 +458,7 @@ def _run_dfa_by_regex(cls, bound):
         return None
 
 
-def _restricted_terminal_slices(body, get_dfa):
+def _restricted_terminal_slices(body, terminal):
     """The slices of a terminal ``(?!X\\Z)Y``: its own prefix slice and the runs of
     ``Y`` (its language is ``Y``'s minus ``X``: infinite when ``Y`` is and ``X``
     is a few strings, which is all the cycle heuristic needs; its repeats are
@@ -402,12 +469,9 @@ def _restricted_terminal_slices(body, get_dfa):
     entry is memoised like any terminal's."""
     base_prefix, base_runs = _terminal_slices(
         body, None, lambda: compile_regex(body, name="slice body", max_states=4096))
-    if base_prefix is None:
+    if base_prefix is None or terminal.restricts_follow():
         return (None, ())
-    dfa = get_dfa()
-    if dfa.has_follow_restrictions:
-        return (None, ())
-    return (Slice("P", prefix_dfa(dfa)), base_runs)
+    return (Slice.lazy_prefix(terminal.dfa_maker(), terminal.first_bytes()), base_runs)
 
 
 def _lookahead_body(pattern):

@@ -292,10 +292,12 @@ def derived(grammar, lexer_spec, memo_key=None):
     when the caller has it; the code is the same for a whole process)."""
     if memo_key is None:
         memo_key = _terminals_key(grammar)["terminals"]
-    hit = _DERIVED.get(memo_key)
+    # a JSON Schema grammar's prefix slices stay unmade until read (derive's lazy)
+    lazy = bool(grammar.terminal_automata_prebuilt)
+    hit = _DERIVED.get((memo_key, lazy))
     if hit is None:
-        hit = derive(grammar, lexer_spec)
-        _DERIVED.put(memo_key, hit)
+        hit = derive(grammar, lexer_spec, lazy=lazy)
+        _DERIVED.put((memo_key, lazy), hit)
     return hit
 
 
@@ -327,15 +329,24 @@ def _candidate_keys(grammar, lexer_spec, key=None, rederive=False):
     A grammar whose builder handed its automata over (a JSON Schema grammar:
     ``terminal_automata_prebuilt``) skips the disk: its builder runs again in
     any process, and a lookup that almost always misses cost more than most
-    such grammars' derivation."""
+    such grammars' derivation.  Its digests come as a :class:`_LazyKeys`,
+    taken when indexed (only the viable candidates' ever are)."""
     if key is None:
         key = _terminals_key(grammar)
     memo_key = key["terminals"]     # the rest of the key is this process's code
-    got = None if rederive else _CANDIDATE_KEYS.get(memo_key)
+    prebuilt = bool(grammar.terminal_automata_prebuilt)
+    got = None if rederive else _CANDIDATE_KEYS.get((memo_key, prebuilt))
     if got is not None:
-        return list(got[0]), list(got[1])
-    disk_key = None if grammar.terminal_automata_prebuilt else key
-    hit = _DERIVED.get(memo_key)
+        return (got[0] if prebuilt else list(got[0])), list(got[1])
+    if prebuilt:
+        # no disk entry (above), and each digest taken when first indexed: the
+        # choice reads only the viable candidates' (derive's lazy)
+        candidates = derived(grammar, lexer_spec, memo_key)
+        keys, firsts = _LazyKeys(candidates), [_first_bytes(c) for c in candidates]
+        _CANDIDATE_KEYS.put((memo_key, prebuilt), (keys, tuple(firsts)))
+        return keys, firsts
+    disk_key = key
+    hit = _DERIVED.get((memo_key, False))
     if hit is not None or rederive:
         candidates = hit if hit is not None else derived(grammar, lexer_spec, memo_key)
         keys, firsts = _keys_and_first_bytes(candidates)
@@ -354,8 +365,29 @@ def _candidate_keys(grammar, lexer_spec, key=None, rederive=False):
             keys, firsts = built
         else:
             keys, firsts = meta["keys"], [bytes.fromhex(f) for f in meta["first_bytes"]]
-    _CANDIDATE_KEYS.put(memo_key, (tuple(keys), tuple(firsts)))
+    _CANDIDATE_KEYS.put((memo_key, prebuilt), (tuple(keys), tuple(firsts)))
     return list(keys), list(firsts)
+
+
+class _LazyKeys:
+    """The digests of a list of candidates (:meth:`Slice.key`), each taken on
+    first indexing and kept."""
+
+    def __init__(self, candidates):
+        self._candidates = candidates
+        self._keys = [None] * len(candidates)
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __getitem__(self, i):
+        k = self._keys[i]
+        if k is None:
+            k = self._keys[i] = self._candidates[i].key()
+        return k
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self._keys)))
 
 
 def _keys_and_first_bytes(candidates):
