@@ -851,13 +851,26 @@ def test_precomputed_unicode_scans_equal_a_fresh_scan():
 
 
 def test_literal_patterns_spelled_directly_equal_the_pipeline(monkeypatch):
-    # a pattern that is one literal string skips the NFA: its chain of UTF-8 bytes
-    # must be exactly the pipeline's minimal automaton (and IGNORECASE, classes,
-    # a surrogate or a too long literal still take the pipeline)
+    # a pattern that is a chain of characters (literals, ASCII classes) skips the
+    # NFA: its chain of bytes must be exactly the pipeline's minimal automaton (and
+    # IGNORECASE, other classes, a surrogate or a too long chain still take the pipeline)
+    import random
     import cfgmask
     from cfgmask.automata import pipeline
     patterns = ["a", "true", re.escape("{"), re.escape("<=>"), "caf\u00e9", "\U0001f600x", "a b\nc",
-                "(?i)select", "[ab]", "(?:ab)", "\\ud800"]
+                "(?i)select", "[ab]", "(?:ab)", "\\ud800", "[Ww][Hh][Ee][Rr][Ee]", "(?:e|E)(?:x|X)_",
+                "[a-c]x", "\u00e9[ab]\u00e9", "[ -~]", "[\\x00-\\x7f]\U0001f600", "(?:a|b|c)d"]
+    rng = random.Random(4)
+    for _ in range(200):      # random chains of literals and ASCII classes
+        parts = []
+        for _ in range(rng.randint(1, 6)):
+            if rng.random() < 0.5:
+                parts.append(re.escape(chr(rng.choice([rng.randrange(32, 127), rng.randrange(0xa0, 0x3000)]))))
+            else:
+                lo = rng.randrange(32, 120)
+                parts.append("[" + re.escape(chr(lo)) + "-" + re.escape(chr(rng.randrange(lo, 127)))
+                             + re.escape(chr(rng.randrange(32, 127))) + "]")
+        patterns.append("".join(parts))
     for name in ("json", "sql", "javascript"):
         patterns += cfgmask.Grammar.builtin(name).terminal_patterns
     direct = 0
@@ -876,10 +889,11 @@ def test_literal_patterns_spelled_directly_equal_the_pipeline(monkeypatch):
         assert np.array_equal(chain.trans, ref.trans) and np.array_equal(chain.accepting, ref.accepting), p
         assert chain.follow_forbidden == ref.follow_forbidden and \
             chain.follow_forbidden_at_eos == ref.follow_forbidden_at_eos, p
-    assert direct > 50
-    for p in ("(?i)select", "[ab]", "\\ud800", "a*"):
+    assert direct > 400
+    for p in ("(?i)select", "[^a]b", "[\\d]x", "[a\u00e9]", "\\w", "\\ud800", "a*", "a|bc", "a(?!b)"):
         assert pipeline.literal_dfa(re._parser.parse(p, 0), p, "t", 20000) is None, p
     assert pipeline.literal_dfa(re._parser.parse("abcd", 0), "abcd", "t", 4) is None
+    assert pipeline.literal_dfa(re._parser.parse("[ab]c[de]", 0), "[ab]c[de]", "t", 3) is None
 
 
 def test_nested_plus_builds_each_body_once():
