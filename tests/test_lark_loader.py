@@ -147,3 +147,19 @@ def test_width_memo_gives_lark_widths():
         with pytest.raises(Exception):
             memo("a(")
     assert "a(" not in lark_loader._WIDTH_MEMO
+
+
+def test_earley_would_refuse_checks_rules_by_name():
+    """The rule checks Lark's Earley construction makes: a start without a rule,
+    a nonterminal used but never defined, a rule given twice (the rest of the
+    check, the terminals' regexes, is tested through REFUSED above)."""
+    from lark.grammar import NonTerminal as N, Rule, Terminal as T
+    ok = [Rule(N("start"), [N("a"), T("X")]), Rule(N("a"), [T("X")]), Rule(N("a"), [])]
+    refuse = lark_loader._earley_would_refuse
+    assert not refuse([], ok, ["start"])
+    assert not refuse([], ok, ["start", "a"])
+    assert refuse([], ok, ["b"])                                   # no rule for this start
+    assert refuse([], ok[:1] + ok[2:] + [Rule(N("a"), [N("c")])], ["start"])   # c undefined
+    assert refuse([], ok + [Rule(N("a"), [T("X")])], ["start"])    # the same rule twice
+    # a terminal named like a rule does not define it
+    assert refuse([], [Rule(N("start"), [N("X")]), Rule(N("a"), [T("X")])], ["start"])
