@@ -35,6 +35,7 @@ from functools import lru_cache
 
 from cfgmask.automata import unicode_tables as ut
 from cfgmask.automata import sre_parse as _sre_parse
+from cfgmask.automata.reparse import getwidth as _regex_width, parse as _parse_regex
 from cfgmask.frontends.json_schema.errors import Unsupported
 
 _C = _sre_parse
@@ -310,8 +311,9 @@ def text_regex(decoded, canonical=False):
 @lru_cache(maxsize=256)
 def _parsed(decoded):
     """The parse of a decoded regex, shared by :func:`text_regex` and :func:`width`
-    (read, never changed): the e-mail format's is ~0.7 ms."""
-    return _sre_parse.parse(decoded, 0)
+    (read, never changed), by the compiled parser where it covers the syntax
+    (``automata.reparse``: ``re``'s own tree, its errors from ``re`` itself)."""
+    return _parse_regex(decoded, 0)
 
 
 def _rebuild(seq, flags, canonical):
@@ -392,7 +394,7 @@ def length_regex(lo, hi):
 @lru_cache(maxsize=4096)
 def width(decoded):
     """``(min, max)`` length in characters of what ``decoded`` matches (max None: unbounded)."""
-    lo, hi = _parsed(decoded).getwidth()
+    lo, hi = _regex_width(_parsed(decoded))
     return lo, (None if hi >= _C.MAXREPEAT - 1 or hi >= 2 ** 31 - 1 else hi)
 
 
@@ -459,7 +461,7 @@ def pattern_to_decoded(pattern):
     if re.search(r"\(\?[aiLmsux-]", pattern):
         raise Unsupported("pattern", "inline flags are not ECMA-262")
     try:
-        parsed = _sre_parse.parse(pattern, 0)
+        parsed = _parse_regex(pattern, 0)
     except re.error as e:
         raise Unsupported("pattern", f"not a regex Python can read ({e})") from None
     alts = []
@@ -509,7 +511,7 @@ def anchored_prefix(pattern):
     to see cheaply that two patterns cannot match the same string.
     """
     try:
-        parsed = _sre_parse.parse(pattern, 0)
+        parsed = _parse_regex(pattern, 0)
         alts = _anchored_alternatives(list(parsed), False, False, [0])
     except (re.error, Unsupported):
         return None
