@@ -55,8 +55,8 @@ LAYERS = [
     # the regex pipeline's compile-time kernels: C, but not the run time
     ("cfgmask._fast._automata", "kernels"), ("cfgmask._fast._minimal", "kernels"),
     ("cfgmask._fast._reparse", "kernels"),
-    # an inline C function (cimported, compiled into each user): the base of both
-    ("cfgmask._fast._hash", "base"),
+    # inline C functions and typedefs (cimported, compiled into each user): the base of both
+    ("cfgmask._fast._hash", "base"), ("cfgmask._fast._mem", "base"), ("cfgmask._fast._types", "base"),
     ("cfgmask.engine", "engine"),
     ("cfgmask.kernels", "integrations"), ("cfgmask.hf", "integrations"),
     ("cfgmask.generate", "integrations"), ("cfgmask.vllm", "integrations"),
@@ -68,7 +68,7 @@ MAY_IMPORT = {
     "base": {"base"},
     # automata/kernels.py (and automata/reparse.py, the regex parser) import the
     # compile-time kernels, which import nothing from cfgmask; nothing else imports them
-    "kernels": {"base"},     # in practice only _fast/_hash.pxd, compiled in: nothing at import time
+    "kernels": {"base"},     # in practice _fast/_hash.pxd and _mem.pxd, compiled in: nothing at import time
     "automata": {"base", "kernels"},
     # the IR's alternate constructors (Grammar.from_lark, .builtin, ...) hand
     # over to the front ends, which build the IR through the class they are given

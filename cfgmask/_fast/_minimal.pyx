@@ -26,8 +26,10 @@ Invariants:
   ``finally``, so an exception leaks nothing.
 """
 
-from libc.stdlib cimport malloc, realloc, free, qsort
+from libc.stdlib cimport malloc, free, qsort
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+from cfgmask._fast._mem cimport grow, grown
 
 import numpy as np
 
@@ -482,13 +484,6 @@ cdef inline uint64_t _mix64(int64_t key) noexcept nogil:
     return h ^ (h >> 29)
 
 
-cdef void* _grow(void* p, size_t nbytes) except NULL:
-    cdef void* q = realloc(p, nbytes if nbytes > 0 else 1)
-    if q == NULL:
-        raise MemoryError("cfgmask: out of memory (product automaton)")
-    return q
-
-
 cdef class _Product:
     """The buffers of one :func:`product` call: the pair table (pair code ->
     state, open addressing, ``-1`` = empty slot), the pairs, the class table."""
@@ -541,14 +536,12 @@ cdef class _Product:
         return 0
 
     cdef int reserve(self, int64_t n_states, int64_t k) except -1:
-        cdef int64_t cap = self.cap
-        if n_states <= cap:
+        if n_states <= self.cap:
             return 0
-        while cap < n_states:
-            cap *= 2
-        self.pa = <int64_t*>_grow(self.pa, cap * sizeof(int64_t))
-        self.pb = <int64_t*>_grow(self.pb, cap * sizeof(int64_t))
-        self.table = <int32_t*>_grow(self.table, cap * k * sizeof(int32_t))
+        cdef int64_t cap = grown(self.cap, n_states)
+        self.pa = <int64_t*>grow(self.pa, cap * sizeof(int64_t), "product automaton")
+        self.pb = <int64_t*>grow(self.pb, cap * sizeof(int64_t), "product automaton")
+        self.table = <int32_t*>grow(self.table, cap * k * sizeof(int32_t), "product automaton")
         self.cap = cap
         return 0
 
@@ -626,8 +619,8 @@ def product(A, B, int mode, int64_t max_states):
                 p.vals[j] = -1
                 p.used += 1
                 if n_fresh == p.fresh_cap:
+                    p.fresh = <int64_t*>grow(p.fresh, 2 * p.fresh_cap * sizeof(int64_t), "product automaton")
                     p.fresh_cap *= 2
-                    p.fresh = <int64_t*>_grow(p.fresh, p.fresh_cap * sizeof(int64_t))
                 p.fresh[n_fresh] = code
                 n_fresh += 1
                 if 2 * p.used > p.mask:

@@ -185,7 +185,9 @@ _CANONICAL_SHORT = {0x22: '"', 0x5C: "\\\\", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x
 
 
 def _canonical_escape(c):
-    """Regex for the one spelling ``json.dumps(ensure_ascii=False)`` gives a must-escape character."""
+    """Regex for the one spelling ``json.dumps(ensure_ascii=False)`` gives a
+    must-escape character (one alternative per character: the reference
+    :func:`_canonical_escapes`' factored spelling is tested against)."""
     short = _CANONICAL_SHORT.get(c)
     if short is not None:
         return "\\\\" + short
