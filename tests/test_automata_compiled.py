@@ -1,10 +1,11 @@
 """The regex pipeline's compiled kernels against their Python references.
 
-``cfgmask/_fast/_automata.pyx`` (subset construction, UTF-8 spelling) and
+``cfgmask/_fast/_automata.pyx`` (Thompson NFA, subset construction, UTF-8 spelling) and
 ``cfgmask/_fast/_minimal.pyx`` (trimming, minimisation, breadth-first
 numbering, column classes) must compute exactly what ``determinize_python``,
 ``expand_utf8_python``, ``minimize_python``, ``renumber_bfs_python`` and
-``column_classes_python`` do:
+``column_classes_python`` do, and ``build_nfa`` (the compiled Thompson
+builder, or the reference where it declines) what ``NFA.build`` does:
 the same arrays with the same state numbering at every stage, the same
 refusals with the same messages, and the same ``progress.hook`` calls.  Each
 stage is fed the reference's output of the stage before, so a difference is
@@ -25,7 +26,7 @@ import pytest
 import cfgmask
 from cfgmask.automata import determinize as det
 from cfgmask.automata import kernels, minimize, pipeline, setops, utf8
-from cfgmask.automata.nfa import NFA
+from cfgmask.automata.nfa import NFA, build_nfa
 from cfgmask.automata.parse import sre_parse
 from cfgmask.errors import GrammarError
 from tests.test_regex import PATTERNS
@@ -44,6 +45,32 @@ def _nfa(pattern, name, max_states):
     start = nfa.new_state()
     final = nfa.build(parsed, parsed.state.flags, start)
     return nfa, start, final, nfa.atoms()
+
+
+def _nfa_lists(build, parsed, name, limit):
+    """What an NFA build gives: its moves, final state and repeats (their bodies by identity)."""
+    def run():
+        nfa, start, final = build(parsed, name, limit)
+        return (nfa.empty_moves, nfa.char_moves, nfa.assert_moves, nfa.lookahead_sets, start,
+                final, [(id(body), flags, hi) for body, flags, hi in nfa.repeats])
+    return _outcome(run)
+
+
+def _reference_build(parsed, name, limit):
+    nfa = NFA(name, limit)
+    start = nfa.new_state()
+    return nfa, start, nfa.build(parsed, parsed.state.flags, start)
+
+
+def check_nfa(pattern, name="T", max_states=pipeline.DEFAULT_MAX_STATES):
+    """``build_nfa`` against the reference builder on one tree: the same lists or the same refusal."""
+    try:
+        parsed = sre_parse.parse(pattern, 0)
+    except (re.error, RecursionError):
+        return
+    limit = 8 * max_states
+    assert _nfa_lists(build_nfa, parsed, name, limit) == \
+        _nfa_lists(_reference_build, parsed, name, limit), pattern
 
 
 def _same(a, b):
@@ -69,6 +96,7 @@ def _outcome(fn, *args):
 
 def check_stages(pattern, name="T", max_states=pipeline.DEFAULT_MAX_STATES):
     """Every stage both ways, on the reference's input; returns the number of states."""
+    check_nfa(pattern, name, max_states)
     try:
         nfa, start, final, bounds = _nfa(pattern, name, max_states)
     except (GrammarError, re.error, RecursionError):
@@ -213,6 +241,39 @@ def test_too_large_at_every_limit(pattern, monkeypatch):
     for max_states in limits:
         check_stages(pattern, "BIG", max_states)
         check_pipeline(pattern, monkeypatch, "BIG", max_states)
+
+
+def test_nfa_builder_declines_what_it_leaves_to_the_reference():
+    """The compiled builder answers ``None`` for lookaheads, anchors and
+    backreferences, for a tree nested past its depth guard and at its state
+    limit; ``build_nfa`` then gives the reference's NFA or refusal."""
+    thompson = kernels.KERNELS.thompson
+    from cfgmask.automata import nfa as nfa_module
+
+    def kernel(pattern, limit=10 ** 6):
+        tree = sre_parse.parse(pattern, 0)
+        return thompson(tree, tree.state.flags, limit, nfa_module._KERNEL_OPS,
+                        nfa_module.char_ranges, nfa_module.CHAR_FLAGS, nfa_module.TYPE_FLAGS)
+
+    assert kernel(r"a(?:b|c)*d{2,5}") is not None
+    for pattern in (r"a(?!b)", r"(?=x)y", r"^a", r"(a)\1", r"a\b"):
+        assert kernel(pattern) is None
+        check_nfa(pattern)
+    shallow, deep = "(" * 150 + "a" + ")" * 150, "(" * 250 + "a" + ")" * 250
+    assert kernel(shallow) is not None and kernel(deep) is None
+    check_nfa(shallow)
+    check_nfa(deep)
+    assert kernel(r"[a-z]{10}", limit=11) is not None and kernel(r"[a-z]{10}", limit=10) is None
+    for max_states in (1, 2):       # limits 8 and 16 around the 11 states
+        check_nfa(r"[a-z]{10}", max_states=max_states)
+
+
+def test_nfa_of_every_format():
+    """The JSON Schema formats' regexes (``email``'s 8,636 NFA states among them)."""
+    from cfgmask.frontends.json_schema import strings
+    for fmt, decoded in strings.FORMATS.items():
+        for canonical in (False, True):
+            check_nfa(strings.text_regex(decoded, canonical), f"format {fmt}")
 
 
 def test_too_large_message():

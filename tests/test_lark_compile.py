@@ -480,3 +480,26 @@ def test_import_does_not_load_lark():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          check=True).stdout.strip()
     assert out == "False"
+
+
+def test_unescape_is_larks_eval_escaping():
+    """A literal's text as Lark's ``eval_escaping`` reads it, on seeded random
+    bodies heavy in backslashes, quotes and escape letters: the same string,
+    or ``Unsupported`` exactly where Lark raises."""
+    from lark.load_grammar import eval_escaping
+    from cfgmask.frontends.lark_compile import _unescape
+    rng = random.Random(23)
+    pieces = list("ab\\\\\\\"'xuUnftrN0{}\té") + ["\\x4", "\\x41", "\\u00e9", "\\U0001F600",
+                                                  "\\N{DASH}", "'''", "\\\\\\"]
+    raised = 0
+    for _ in range(5000):
+        body = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        try:
+            want = eval_escaping(body)
+        except Exception:  # noqa: BLE001 - Lark's GrammarError, or what literal_eval raised
+            raised += 1
+            with pytest.raises(Unsupported):
+                _unescape(body)
+            continue
+        assert _unescape(body) == want, body
+    assert 500 < raised < 4500      # both sides of the comparison were exercised

@@ -713,3 +713,149 @@ def utf8(trans, bounds, length_bounds, int max_states):
     cdef int32_t[:, ::1] f = full
     memcpy(&f[n, 0], u.extra, u.n_extra * 256 * sizeof(int32_t))
     return full
+
+
+# ------------------------------------------------------------ Thompson NFA
+
+class _LeaveToPython(Exception):
+    """A node the compiled builder does not build (a lookahead, an anchor, a
+    refused construct, too many states, too deep a tree): the reference
+    builds the whole pattern and gives the answer or the refusal."""
+
+
+# Deeper trees go to the reference, whose recursion limit turns them into a
+# refusal: C recursion has no such guard.
+cdef int _MAX_DEPTH = 200
+
+
+cdef class _Thompson:
+    """:class:`cfgmask.automata.nfa.NFA`'s ``build`` for the nodes of most
+    terminals, state for state and move for move (see :func:`thompson`)."""
+    cdef list empty, chars, asserts, repeats
+    cdef int64_t n, limit
+    cdef object char_ranges
+    cdef object LITERAL, IN, NOT_LITERAL, ANY, SUBPATTERN, BRANCH, MAX_REPEAT, MIN_REPEAT
+    cdef int64_t maxrepeat, char_mask, type_flags
+
+    cdef int64_t new_state(self) except -1:
+        if self.n >= self.limit:
+            raise _LeaveToPython()
+        self.empty.append([])
+        self.chars.append([])
+        self.asserts.append([])
+        self.n += 1
+        return self.n - 1
+
+    cdef int64_t add_char_set(self, ranges, int64_t entry) except -1:
+        cdef int64_t exit_state = self.new_state()
+        if ranges:
+            (<list>self.chars[entry]).append((ranges, exit_state))
+        return exit_state
+
+    cdef inline bint one_character(self, op):
+        return op is self.LITERAL or op is self.IN or op is self.NOT_LITERAL or op is self.ANY
+
+    cdef object ranges_of(self, op, av, int64_t flags):
+        return self.char_ranges(op, tuple(av) if op is self.IN else av, flags & self.char_mask)
+
+    cdef int64_t build(self, subpattern, int64_t flags, int64_t entry, int depth) except -1:
+        cdef int64_t state = entry
+        if depth > _MAX_DEPTH:
+            raise _LeaveToPython()
+        for op, av in <list>subpattern.data:
+            if self.one_character(op):
+                state = self.add_char_set(self.ranges_of(op, av, flags), state)
+            else:
+                state = self.build_item(op, av, flags, state, depth)
+        return state
+
+    cdef int64_t build_item(self, op, av, int64_t flags, int64_t entry, int depth) except -1:
+        cdef int64_t exit_state, add_flags, del_flags
+        if op is self.SUBPATTERN:
+            add_flags, del_flags = av[1], av[2]
+            if add_flags & self.type_flags:
+                flags &= ~self.type_flags
+            return self.build(av[3], (flags | add_flags) & ~del_flags, entry, depth + 1)
+        if op is self.BRANCH:
+            exit_state = self.new_state()
+            for alternative in av[1]:
+                (<list>self.empty[self.build(alternative, flags, entry, depth + 1)]).append(exit_state)
+            return exit_state
+        if op is self.MAX_REPEAT or op is self.MIN_REPEAT:
+            return self.build_repeat(av[0], av[1], av[2], flags, entry, depth + 1)
+        raise _LeaveToPython()
+
+    cdef int64_t build_repeat(self, int64_t min_count, int64_t max_count, body, int64_t flags,
+                              int64_t entry, int depth) except -1:
+        cdef int64_t state = entry, loop, start, end, exit_state, i
+        cdef list items
+        self.repeats.append((body, flags, max_count))
+        if max_count == self.maxrepeat:
+            items = body.data
+            if len(items) == 1 and self.one_character(items[0][0]):
+                op, av = items[0]
+                ranges = self.ranges_of(op, av, flags)
+                for i in range(min_count - 1):
+                    state = self.add_char_set(ranges, state)
+                if min_count:
+                    loop = self.add_char_set(ranges, state)
+                else:
+                    loop = self.new_state()
+                    (<list>self.empty[state]).append(loop)
+                if ranges:
+                    (<list>self.chars[loop]).append((ranges, loop))
+                return loop
+        if max_count == self.maxrepeat and min_count >= 1:
+            for i in range(min_count - 1):
+                state = self.build(body, flags, state, depth)
+            start = self.new_state()
+            (<list>self.empty[state]).append(start)
+            end = self.build(body, flags, start, depth)
+            exit_state = self.new_state()
+            (<list>self.empty[end]).append(start)
+            (<list>self.empty[end]).append(exit_state)
+            return exit_state
+        for i in range(min_count):
+            state = self.build(body, flags, state, depth)
+        if max_count == self.maxrepeat:
+            loop = self.new_state()
+            (<list>self.empty[state]).append(loop)
+            (<list>self.empty[self.build(body, flags, loop, depth)]).append(loop)
+            return loop
+        if max_count == min_count:
+            return state
+        exit_state = self.new_state()
+        for i in range(max_count - min_count):
+            (<list>self.empty[state]).append(exit_state)
+            state = self.build(body, flags, state, depth)
+        (<list>self.empty[state]).append(exit_state)
+        return exit_state
+
+
+def thompson(tree, int64_t flags, int64_t limit, ops, char_ranges, int64_t char_mask,
+             int64_t type_flags):
+    """The Thompson NFA of parse tree ``tree`` (``re._parser``'s, ``flags`` in
+    force) as :class:`cfgmask.automata.nfa.NFA` builds it from a first state
+    0: ``(empty_moves, char_moves, assert_moves, repeats, final)``, the same
+    lists in the same order.  ``ops``: the parser's ``(LITERAL, IN,
+    NOT_LITERAL, ANY, SUBPATTERN, BRANCH, MAX_REPEAT, MIN_REPEAT, MAXREPEAT)``;
+    ``char_ranges(op, av, flags)`` the code points of a character node (flags
+    masked with ``char_mask``); ``type_flags`` the flags a scoped ``(?a)``
+    replaces.  ``None`` when the tree holds a node this builder leaves to
+    the reference (lookaheads, anchors, refused constructs), nests deeper
+    than the C stack should go, or needs ``limit`` states or more."""
+    cdef _Thompson t = _Thompson()
+    t.empty, t.chars, t.asserts, t.repeats = [], [], [], []
+    t.n, t.limit = 0, limit
+    t.char_ranges = char_ranges
+    (t.LITERAL, t.IN, t.NOT_LITERAL, t.ANY, t.SUBPATTERN, t.BRANCH, t.MAX_REPEAT,
+     t.MIN_REPEAT, maxrepeat) = ops
+    t.maxrepeat = maxrepeat
+    t.char_mask, t.type_flags = char_mask, type_flags
+    cdef int64_t final
+    try:
+        t.new_state()
+        final = t.build(tree, flags, 0, 0)
+    except _LeaveToPython:
+        return None
+    return t.empty, t.chars, t.asserts, t.repeats, final

@@ -32,7 +32,8 @@ __all__ = ["KERNELS", "PURE_ENV", "compiled"]
 PURE_ENV = "CFGMASK_PURE_AUTOMATA"
 
 #: the compiled kernels by name (each documents its Python reference)
-KERNELS = SimpleNamespace(subsets=_automata.subsets, utf8=_automata.utf8,
+KERNELS = SimpleNamespace(thompson=_automata.thompson, subsets=_automata.subsets,
+                          utf8=_automata.utf8,
                           minimal=_minimal.minimal, bfs=_minimal.bfs,
                           column_classes=_minimal.column_classes,
                           product=_minimal.product, live=_minimal.live, keep=_minimal.keep,

@@ -41,6 +41,7 @@ FLAG_IGNORECASE = _C.SRE_FLAG_IGNORECASE
 FLAG_DOTALL = _C.SRE_FLAG_DOTALL
 FLAG_ASCII = _C.SRE_FLAG_ASCII
 TYPE_FLAGS = _C.TYPE_FLAGS
+CHAR_FLAGS = FLAG_IGNORECASE | FLAG_DOTALL | FLAG_ASCII   # what a character node depends on
 
 _CATEGORY_ESCAPES = {
     _C.CATEGORY_DIGIT: r"\d", _C.CATEGORY_NOT_DIGIT: r"\D",
@@ -157,7 +158,7 @@ def combine_flags(flags, add_flags, del_flags):
 
 def char_flags(flags):
     """The flags a character node's meaning depends on (better cache hits)."""
-    return flags & (FLAG_IGNORECASE | FLAG_DOTALL | FLAG_ASCII)
+    return flags & CHAR_FLAGS
 
 
 def unescaped_characters(pattern: str, start: int = 0):

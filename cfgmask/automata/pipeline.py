@@ -87,7 +87,7 @@ from cfgmask.automata.determinize import determinize
 from cfgmask.automata.dfa import ByteDFA
 from cfgmask.automata.memo import memoise, memoised_dfa
 from cfgmask.automata.minimize import minimize_and_trim, renumber_bfs
-from cfgmask.automata.nfa import EOS_BIT, NFA, mask_bytes
+from cfgmask.automata.nfa import EOS_BIT, build_nfa, mask_bytes
 from cfgmask.automata.parse import (FLAG_IGNORECASE, IN, LITERAL, MAXREPEAT, RANGE, REPEATS_SEEN,
                                     parsed_pattern, repeat_class)
 from cfgmask.automata.refusals import too_deep
@@ -139,9 +139,7 @@ def regex_to_dfa(pattern: str, name: str = "?", max_states: int = DEFAULT_MAX_ST
     if chain is not None:
         return chain
     try:
-        nfa = NFA(name, limit=_NFA_STATES_PER_DFA_STATE * max_states)
-        start = nfa.new_state()
-        final = nfa.build(parsed, parsed.state.flags, start)
+        nfa, start, final = build_nfa(parsed, name, _NFA_STATES_PER_DFA_STATE * max_states)
         bounds = nfa.atoms()
     except RecursionError as exc:  # the AST walk recurses once per nesting level
         raise too_deep(name) from exc
