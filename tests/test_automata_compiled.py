@@ -52,7 +52,8 @@ def _nfa_lists(build, parsed, name, limit):
     def run():
         nfa, start, final = build(parsed, name, limit)
         return (nfa.empty_moves, nfa.char_moves, nfa.assert_moves, nfa.lookahead_sets, start,
-                final, [(id(body), flags, hi) for body, flags, hi in nfa.repeats])
+                final, [(id(body), flags, hi) for body, flags, hi in nfa.repeats],
+                nfa.atoms().dtype, nfa.atoms().tolist())
     return _outcome(run)
 
 
@@ -253,7 +254,8 @@ def test_nfa_builder_declines_what_it_leaves_to_the_reference():
     def kernel(pattern, limit=10 ** 6):
         tree = sre_parse.parse(pattern, 0)
         return thompson(tree, tree.state.flags, limit, nfa_module._KERNEL_OPS,
-                        nfa_module.char_ranges, nfa_module.CHAR_FLAGS, nfa_module.TYPE_FLAGS)
+                        nfa_module.char_ranges, nfa_module.CHAR_FLAGS, nfa_module.TYPE_FLAGS,
+                        nfa_module.ut.MAX_CODE_POINT)
 
     assert kernel(r"a(?:b|c)*d{2,5}") is not None
     for pattern in (r"a(?!b)", r"(?=x)y", r"^a", r"(a)\1", r"a\b"):

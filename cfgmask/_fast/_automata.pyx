@@ -732,6 +732,7 @@ cdef class _Thompson:
     """:class:`cfgmask.automata.nfa.NFA`'s ``build`` for the nodes of most
     terminals, state for state and move for move (see :func:`thompson`)."""
     cdef list empty, chars, asserts, repeats
+    cdef dict distinct       # id -> each distinct range tuple a move carries (for the atoms)
     cdef int64_t n, limit
     cdef object char_ranges
     cdef object LITERAL, IN, NOT_LITERAL, ANY, SUBPATTERN, BRANCH, MAX_REPEAT, MIN_REPEAT
@@ -750,6 +751,7 @@ cdef class _Thompson:
         cdef int64_t exit_state = self.new_state()
         if ranges:
             (<list>self.chars[entry]).append((ranges, exit_state))
+            self.distinct[id(ranges)] = ranges
         return exit_state
 
     cdef inline bint one_character(self, op):
@@ -804,6 +806,7 @@ cdef class _Thompson:
                     (<list>self.empty[state]).append(loop)
                 if ranges:
                     (<list>self.chars[loop]).append((ranges, loop))
+                    self.distinct[id(ranges)] = ranges
                 return loop
         if max_count == self.maxrepeat and min_count >= 1:
             for i in range(min_count - 1):
@@ -832,12 +835,41 @@ cdef class _Thompson:
         return exit_state
 
 
+cdef object _atoms(dict distinct, int64_t ascii_end, int64_t end):
+    """:meth:`cfgmask.automata.nfa.NFA.atoms` of an NFA without lookaheads: the
+    sorted distinct boundaries of its moves' ranges, with 0, ``ascii_end`` and
+    ``end``."""
+    cdef int64_t n = 3, k = 0, i
+    for ranges in distinct.values():
+        n += 2 * len(ranges)
+    cdef int32_t* cuts = <int32_t*>_alloc(n, sizeof(int32_t))
+    try:
+        cuts[0], cuts[1], cuts[2] = 0, <int32_t>ascii_end, <int32_t>end
+        k = 3
+        for ranges in distinct.values():
+            for lo, hi in ranges:
+                cuts[k] = lo
+                cuts[k + 1] = hi + 1
+                k += 2
+        _sort(cuts, k)
+        out = np.empty(k, dtype=np.int64)
+        n = 0
+        for i in range(k):
+            if i == 0 or cuts[i] != cuts[i - 1]:
+                out[n] = cuts[i]
+                n += 1
+        return out[:n].copy()
+    finally:
+        free(cuts)
+
+
 def thompson(tree, int64_t flags, int64_t limit, ops, char_ranges, int64_t char_mask,
-             int64_t type_flags):
+             int64_t type_flags, int64_t max_code_point):
     """The Thompson NFA of parse tree ``tree`` (``re._parser``'s, ``flags`` in
     force) as :class:`cfgmask.automata.nfa.NFA` builds it from a first state
-    0: ``(empty_moves, char_moves, assert_moves, repeats, final)``, the same
-    lists in the same order.  ``ops``: the parser's ``(LITERAL, IN,
+    0: ``(empty_moves, char_moves, assert_moves, repeats, final, bounds)``,
+    the same lists in the same order, and ``bounds`` what ``NFA.atoms()``
+    returns for them.  ``ops``: the parser's ``(LITERAL, IN,
     NOT_LITERAL, ANY, SUBPATTERN, BRANCH, MAX_REPEAT, MIN_REPEAT, MAXREPEAT)``;
     ``char_ranges(op, av, flags)`` the code points of a character node (flags
     masked with ``char_mask``); ``type_flags`` the flags a scoped ``(?a)``
@@ -845,7 +877,7 @@ def thompson(tree, int64_t flags, int64_t limit, ops, char_ranges, int64_t char_
     the reference (lookaheads, anchors, refused constructs), nests deeper
     than the C stack should go, or needs ``limit`` states or more."""
     cdef _Thompson t = _Thompson()
-    t.empty, t.chars, t.asserts, t.repeats = [], [], [], []
+    t.empty, t.chars, t.asserts, t.repeats, t.distinct = [], [], [], [], {}
     t.n, t.limit = 0, limit
     t.char_ranges = char_ranges
     (t.LITERAL, t.IN, t.NOT_LITERAL, t.ANY, t.SUBPATTERN, t.BRANCH, t.MAX_REPEAT,
@@ -858,4 +890,4 @@ def thompson(tree, int64_t flags, int64_t limit, ops, char_ranges, int64_t char_
         final = t.build(tree, flags, 0, 0)
     except _LeaveToPython:
         return None
-    return t.empty, t.chars, t.asserts, t.repeats, final
+    return t.empty, t.chars, t.asserts, t.repeats, final, _atoms(t.distinct, 0x80, max_code_point + 1)

@@ -70,6 +70,7 @@ class NFA:
         self.assert_moves = []  # state -> [(state, mask)]
         self.lookahead_sets = []  # the code point sets lookaheads test
         self.repeats = []       # (body, flags, max_count) of every repeat built, in walk order
+        self._bounds = None     # atoms() as the compiled builder computed them
 
     def new_state(self) -> int:
         if len(self.char_moves) >= self.limit:
@@ -89,6 +90,8 @@ class NFA:
         """Boundaries of the coarsest partition of the code points that every
         character set and lookahead set is a union of (and that splits ASCII
         from the rest): atom ``a`` is ``[bounds[a], bounds[a + 1])``."""
+        if self._bounds is not None:
+            return self._bounds
         cuts = {0, 0x80, ut.MAX_CODE_POINT + 1}
         seen = set()
         for moves in self.char_moves:
@@ -263,9 +266,9 @@ def build_nfa(tree, name, limit):
     kernel = compiled()
     if kernel is not None:
         out = kernel.thompson(tree, tree.state.flags, limit, _KERNEL_OPS, char_ranges,
-                              CHAR_FLAGS, TYPE_FLAGS)
+                              CHAR_FLAGS, TYPE_FLAGS, ut.MAX_CODE_POINT)
         if out is not None:
-            nfa.empty_moves, nfa.char_moves, nfa.assert_moves, nfa.repeats, final = out
+            nfa.empty_moves, nfa.char_moves, nfa.assert_moves, nfa.repeats, final, nfa._bounds = out
             return nfa, 0, final
     start = nfa.new_state()
     return nfa, start, nfa.build(tree, tree.state.flags, start)
