@@ -114,7 +114,10 @@ class ByteDFA:
     @property
     def has_follow_restrictions(self) -> bool:
         """Does any state restrict what may follow the lexeme?"""
-        return any(self.follow_forbidden_at_eos) or any(f is not None for f in self.follow_forbidden)
+        # list.count compares in C (nothing but None equals None); a generator
+        # per state was 35,000 steps over 80 MaskBench schemas' compiles
+        ff = self.follow_forbidden
+        return any(self.follow_forbidden_at_eos) or ff.count(None) != len(ff)
 
     def __repr__(self):
         return f"ByteDFA(name={self.name!r}, pattern={self.pattern!r}, n_states={self.n_states})"
