@@ -26,7 +26,7 @@ import pytest
 import cfgmask
 from cfgmask.automata import determinize as det
 from cfgmask.automata import kernels, minimize, pipeline, setops, utf8
-from cfgmask.automata.nfa import NFA, build_nfa
+from cfgmask.automata.nfa import NFA, CompiledNFA, build_nfa
 from cfgmask.automata.parse import sre_parse
 from cfgmask.errors import GrammarError
 from tests.test_regex import PATTERNS
@@ -72,6 +72,21 @@ def check_nfa(pattern, name="T", max_states=pipeline.DEFAULT_MAX_STATES):
     limit = 8 * max_states
     assert _nfa_lists(build_nfa, parsed, name, limit) == \
         _nfa_lists(_reference_build, parsed, name, limit), pattern
+    try:
+        nfa, start, final = build_nfa(parsed, name, limit)
+    except GrammarError:
+        return
+    if isinstance(nfa, CompiledNFA):
+        # the subset construction straight from the moves kept in C
+        ref_nfa, ref_start, ref_final = _reference_build(parsed, name, limit)
+        bounds = ref_nfa.atoms()
+        ref = _outcome(det.determinize_python, ref_nfa, ref_start, ref_final, max_states, name, bounds)
+        got = _outcome(det.determinize, nfa, start, final, max_states, name, bounds)
+        assert ref[0] == got[0], pattern
+        if ref[0] == "ok":
+            _same(ref[1], got[1])
+        else:
+            assert ref[1] == got[1]
 
 
 def _same(a, b):

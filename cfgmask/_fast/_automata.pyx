@@ -202,6 +202,8 @@ cdef class _Sets:
 
 # ------------------------------------------------------------------ the subset construction
 
+cdef class _Thompson     # the compiled NFA builder's result, below
+
 cdef class _Subsets:
     """The buffers of one :func:`subsets` call."""
     # the NFA, flat: empty moves eptr/eto; character moves as atom intervals
@@ -242,11 +244,34 @@ cdef class _Subsets:
         free(self.accepting)
 
 
+cdef int _add_spans(ranges, const int64_t* bounds, int64_t nb, int32_t** span, int64_t* span_n,
+                    int64_t* span_cap) except -1:
+    """Append the atom intervals of code point ranges ``ranges`` (adjacent ones
+    merged) to the ``(lo, hi)`` pairs in ``span``, as the reference maps them."""
+    cdef int64_t first = span_n[0], a, z, lo_cp, hi_cp
+    cdef int32_t* sp = span[0]
+    for lo, hi in ranges:
+        lo_cp = lo
+        hi_cp = hi + 1
+        # bisect_left(bounds, lo) .. bisect_left(bounds, hi + 1) - 1
+        a = _bisect_left(bounds, 0, nb, lo_cp)
+        z = _bisect_left(bounds, a, nb, hi_cp) - 1
+        if span_n[0] > first and sp[span_n[0] - 1] + 1 == a:
+            sp[span_n[0] - 1] = <int32_t>z
+        else:
+            if span_n[0] + 2 > span_cap[0]:
+                span_cap[0] *= 2
+                sp = span[0] = <int32_t*>_grow(sp, span_cap[0] * sizeof(int32_t))
+            sp[span_n[0]] = <int32_t>a
+            sp[span_n[0] + 1] = <int32_t>z
+            span_n[0] += 2
+    return 0
+
+
 cdef int _flatten(_Subsets b, list empty_moves, list char_moves, const int64_t[::1] bounds) except -1:
     """The NFA's move lists as flat arrays; a character move's code point ranges
     become atom intervals (adjacent ones merged), as in the reference."""
-    cdef int64_t n = len(char_moves), i, total, k, a, z, nb = bounds.shape[0]
-    cdef int64_t lo_cp, hi_cp
+    cdef int64_t n = len(char_moves), i, total, k, a, nb = bounds.shape[0]
     cdef list moves
     b.eptr = <int64_t*>malloc((n + 1) * sizeof(int64_t))
     b.mptr = <int64_t*>malloc((n + 1) * sizeof(int64_t))
@@ -293,21 +318,7 @@ cdef int _flatten(_Subsets b, list empty_moves, list char_moves, const int64_t[:
                 where = spans_of.get(id(ranges))
                 if where is None:
                     first = span_n
-                    for lo, hi in ranges:
-                        lo_cp = lo
-                        hi_cp = hi + 1
-                        # bisect_left(bounds, lo) .. bisect_left(bounds, hi + 1) - 1
-                        a = _bisect_left(&bounds[0], 0, nb, lo_cp)
-                        z = _bisect_left(&bounds[0], a, nb, hi_cp) - 1
-                        if span_n > first and span[span_n - 1] + 1 == a:
-                            span[span_n - 1] = <int32_t>z
-                        else:
-                            if span_n + 2 > span_cap:
-                                span_cap *= 2
-                                span = <int32_t*>_grow(span, span_cap * sizeof(int32_t))
-                            span[span_n] = <int32_t>a
-                            span[span_n + 1] = <int32_t>z
-                            span_n += 2
+                    _add_spans(ranges, &bounds[0], nb, &span, &span_n, &span_cap)
                     where = spans_of[id(ranges)] = (first, span_n - first)
                 first, count = where
                 if k + count // 2 > cap:
@@ -370,6 +381,24 @@ def subsets(list empty_moves, list char_moves, bounds, int start, int final, int
         raise ValueError("subsets: inconsistent NFA")
     cdef _Subsets b = _Subsets()
     _flatten(b, empty_moves, char_moves, cuts)
+    return _construct(b, n_nfa, n_atoms, start, final, max_states, hook)
+
+
+def subsets_flat(_Thompson nfa, bounds, int start, int final, int max_states, hook):
+    """:func:`subsets` of an NFA :func:`thompson` built (its moves never became
+    lists): the same table."""
+    cdef const int64_t[::1] cuts = np.ascontiguousarray(bounds, dtype=np.int64)
+    cdef int64_t n_nfa = nfa.n, n_atoms = cuts.shape[0] - 1
+    if not (0 <= start < n_nfa) or n_atoms < 1:
+        raise ValueError("subsets: inconsistent NFA")
+    cdef _Subsets b = _Subsets()
+    _flatten_thompson(b, nfa, cuts)
+    return _construct(b, n_nfa, n_atoms, start, final, max_states, hook)
+
+
+cdef object _construct(_Subsets b, int64_t n_nfa, int64_t n_atoms, int start, int final,
+                       int max_states, hook):
+    """The subset construction over the flat NFA in ``b`` (see :func:`subsets`)."""
     cdef int64_t i
     b.seen = <int32_t*>malloc(n_nfa * sizeof(int32_t))
     b.count = <int32_t*>malloc(n_nfa * sizeof(int32_t))
@@ -729,29 +758,72 @@ cdef int _MAX_DEPTH = 200
 
 
 cdef class _Thompson:
-    """:class:`cfgmask.automata.nfa.NFA`'s ``build`` for the nodes of most
-    terminals, state for state and move for move (see :func:`thompson`)."""
-    cdef list empty, chars, asserts, repeats
-    cdef dict distinct       # id -> each distinct range tuple a move carries (for the atoms)
-    cdef int64_t n, limit
+    """An NFA as :class:`cfgmask.automata.nfa.NFA`'s ``build`` makes it, for the
+    nodes of most terminals, state for state and move for move (see
+    :func:`thompson`), its moves kept in C: the empty moves and the character
+    moves in the order the reference appends them to its per-state lists
+    (:meth:`lists` makes those lists; :func:`subsets_flat` reads the arrays).
+    A character move names its range tuple by index into ``ranges`` (one
+    entry per distinct tuple object)."""
+    cdef int32_t* e_from
+    cdef int32_t* e_to
+    cdef int64_t n_e, cap_e
+    cdef int32_t* c_from
+    cdef int32_t* c_to
+    cdef int32_t* c_rid
+    cdef int64_t n_c, cap_c
+    cdef dict rid_of         # id(range tuple) -> its index in ranges
+    cdef readonly list ranges
+    cdef readonly list repeats
+    cdef readonly int64_t n
+    cdef int64_t limit
     cdef object char_ranges
     cdef object LITERAL, IN, NOT_LITERAL, ANY, SUBPATTERN, BRANCH, MAX_REPEAT, MIN_REPEAT
     cdef int64_t maxrepeat, char_mask, type_flags
 
+    def __dealloc__(self):
+        free(self.e_from)
+        free(self.e_to)
+        free(self.c_from)
+        free(self.c_to)
+        free(self.c_rid)
+
     cdef int64_t new_state(self) except -1:
         if self.n >= self.limit:
             raise _LeaveToPython()
-        self.empty.append([])
-        self.chars.append([])
-        self.asserts.append([])
         self.n += 1
         return self.n - 1
+
+    cdef int add_empty(self, int64_t a, int64_t b) except -1:
+        if self.n_e == self.cap_e:
+            self.cap_e = 2 * self.cap_e if self.cap_e else 64
+            self.e_from = <int32_t*>_grow(self.e_from, self.cap_e * sizeof(int32_t))
+            self.e_to = <int32_t*>_grow(self.e_to, self.cap_e * sizeof(int32_t))
+        self.e_from[self.n_e] = <int32_t>a
+        self.e_to[self.n_e] = <int32_t>b
+        self.n_e += 1
+        return 0
+
+    cdef int add_char(self, ranges, int64_t a, int64_t b) except -1:
+        rid = self.rid_of.get(id(ranges))
+        if rid is None:
+            rid = self.rid_of[id(ranges)] = len(self.ranges)
+            self.ranges.append(ranges)
+        if self.n_c == self.cap_c:
+            self.cap_c = 2 * self.cap_c if self.cap_c else 64
+            self.c_from = <int32_t*>_grow(self.c_from, self.cap_c * sizeof(int32_t))
+            self.c_to = <int32_t*>_grow(self.c_to, self.cap_c * sizeof(int32_t))
+            self.c_rid = <int32_t*>_grow(self.c_rid, self.cap_c * sizeof(int32_t))
+        self.c_from[self.n_c] = <int32_t>a
+        self.c_to[self.n_c] = <int32_t>b
+        self.c_rid[self.n_c] = <int32_t>rid
+        self.n_c += 1
+        return 0
 
     cdef int64_t add_char_set(self, ranges, int64_t entry) except -1:
         cdef int64_t exit_state = self.new_state()
         if ranges:
-            (<list>self.chars[entry]).append((ranges, exit_state))
-            self.distinct[id(ranges)] = ranges
+            self.add_char(ranges, entry, exit_state)
         return exit_state
 
     cdef inline bint one_character(self, op):
@@ -781,7 +853,7 @@ cdef class _Thompson:
         if op is self.BRANCH:
             exit_state = self.new_state()
             for alternative in av[1]:
-                (<list>self.empty[self.build(alternative, flags, entry, depth + 1)]).append(exit_state)
+                self.add_empty(self.build(alternative, flags, entry, depth + 1), exit_state)
             return exit_state
         if op is self.MAX_REPEAT or op is self.MIN_REPEAT:
             return self.build_repeat(av[0], av[1], av[2], flags, entry, depth + 1)
@@ -803,51 +875,117 @@ cdef class _Thompson:
                     loop = self.add_char_set(ranges, state)
                 else:
                     loop = self.new_state()
-                    (<list>self.empty[state]).append(loop)
+                    self.add_empty(state, loop)
                 if ranges:
-                    (<list>self.chars[loop]).append((ranges, loop))
-                    self.distinct[id(ranges)] = ranges
+                    self.add_char(ranges, loop, loop)
                 return loop
         if max_count == self.maxrepeat and min_count >= 1:
             for i in range(min_count - 1):
                 state = self.build(body, flags, state, depth)
             start = self.new_state()
-            (<list>self.empty[state]).append(start)
+            self.add_empty(state, start)
             end = self.build(body, flags, start, depth)
             exit_state = self.new_state()
-            (<list>self.empty[end]).append(start)
-            (<list>self.empty[end]).append(exit_state)
+            self.add_empty(end, start)
+            self.add_empty(end, exit_state)
             return exit_state
         for i in range(min_count):
             state = self.build(body, flags, state, depth)
         if max_count == self.maxrepeat:
             loop = self.new_state()
-            (<list>self.empty[state]).append(loop)
-            (<list>self.empty[self.build(body, flags, loop, depth)]).append(loop)
+            self.add_empty(state, loop)
+            self.add_empty(self.build(body, flags, loop, depth), loop)
             return loop
         if max_count == min_count:
             return state
         exit_state = self.new_state()
         for i in range(max_count - min_count):
-            (<list>self.empty[state]).append(exit_state)
+            self.add_empty(state, exit_state)
             state = self.build(body, flags, state, depth)
-        (<list>self.empty[state]).append(exit_state)
+        self.add_empty(state, exit_state)
         return exit_state
 
+    def lists(self):
+        """``(empty_moves, char_moves)`` as the reference's per-state lists."""
+        cdef int64_t k
+        empty = [[] for _ in range(self.n)]
+        chars = [[] for _ in range(self.n)]
+        for k in range(self.n_e):
+            (<list>empty[self.e_from[k]]).append(self.e_to[k])
+        for k in range(self.n_c):
+            (<list>chars[self.c_from[k]]).append((self.ranges[self.c_rid[k]], self.c_to[k]))
+        return empty, chars
 
-cdef object _atoms(dict distinct, int64_t ascii_end, int64_t end):
+
+cdef int _flatten_thompson(_Subsets b, _Thompson t, const int64_t[::1] bounds) except -1:
+    """:func:`_flatten` of the NFA ``t`` holds: its moves grouped by state, each
+    state's in the order they were made (a stable counting sort)."""
+    cdef int64_t n = t.n, k, i, r, a, nb = bounds.shape[0], total
+    cdef int64_t n_ranges = len(t.ranges)
+    b.eptr = <int64_t*>_alloc(n + 1, sizeof(int64_t))
+    b.mptr = <int64_t*>_alloc(n + 1, sizeof(int64_t))
+    b.eto = <int32_t*>_alloc(t.n_e, sizeof(int32_t))
+    cdef int64_t* cursor = <int64_t*>_alloc(n + 1, sizeof(int64_t))
+    cdef int64_t* first = <int64_t*>_alloc(n_ranges, sizeof(int64_t))
+    cdef int64_t* count = <int64_t*>_alloc(n_ranges, sizeof(int64_t))
+    cdef int32_t* span = <int32_t*>_alloc(64, sizeof(int32_t))
+    cdef int64_t span_n = 0, span_cap = 64
+    try:
+        for i in range(n + 1):
+            b.eptr[i] = 0
+            b.mptr[i] = 0
+        for k in range(t.n_e):
+            b.eptr[t.e_from[k] + 1] += 1
+        for i in range(n):
+            b.eptr[i + 1] += b.eptr[i]
+            cursor[i] = b.eptr[i]
+        for k in range(t.n_e):
+            b.eto[cursor[t.e_from[k]]] = t.e_to[k]
+            cursor[t.e_from[k]] += 1
+        # the atom intervals of each distinct range tuple, once
+        for r in range(n_ranges):
+            first[r] = span_n
+            _add_spans(t.ranges[r], &bounds[0], nb, &span, &span_n, &span_cap)
+            count[r] = (span_n - first[r]) // 2
+        for k in range(t.n_c):
+            b.mptr[t.c_from[k] + 1] += count[t.c_rid[k]]
+        for i in range(n):
+            b.mptr[i + 1] += b.mptr[i]
+            cursor[i] = b.mptr[i]
+        total = b.mptr[n]
+        b.mlo = <int32_t*>_alloc(total, sizeof(int32_t))
+        b.mhi = <int32_t*>_alloc(total, sizeof(int32_t))
+        b.mto = <int32_t*>_alloc(total, sizeof(int32_t))
+        for k in range(t.n_c):
+            r = t.c_rid[k]
+            i = cursor[t.c_from[k]]
+            for a in range(first[r], first[r] + 2 * count[r], 2):
+                b.mlo[i] = span[a]
+                b.mhi[i] = span[a + 1]
+                b.mto[i] = t.c_to[k]
+                i += 1
+            cursor[t.c_from[k]] = i
+    finally:
+        free(cursor)
+        free(first)
+        free(count)
+        free(span)
+    return 0
+
+
+cdef object _atoms(list ranges, int64_t ascii_end, int64_t end):
     """:meth:`cfgmask.automata.nfa.NFA.atoms` of an NFA without lookaheads: the
     sorted distinct boundaries of its moves' ranges, with 0, ``ascii_end`` and
     ``end``."""
     cdef int64_t n = 3, k = 0, i
-    for ranges in distinct.values():
-        n += 2 * len(ranges)
+    for r in ranges:
+        n += 2 * len(r)
     cdef int32_t* cuts = <int32_t*>_alloc(n, sizeof(int32_t))
     try:
         cuts[0], cuts[1], cuts[2] = 0, <int32_t>ascii_end, <int32_t>end
         k = 3
-        for ranges in distinct.values():
-            for lo, hi in ranges:
+        for r in ranges:
+            for lo, hi in r:
                 cuts[k] = lo
                 cuts[k + 1] = hi + 1
                 k += 2
@@ -867,17 +1005,19 @@ def thompson(tree, int64_t flags, int64_t limit, ops, char_ranges, int64_t char_
              int64_t type_flags, int64_t max_code_point):
     """The Thompson NFA of parse tree ``tree`` (``re._parser``'s, ``flags`` in
     force) as :class:`cfgmask.automata.nfa.NFA` builds it from a first state
-    0: ``(empty_moves, char_moves, assert_moves, repeats, final, bounds)``,
-    the same lists in the same order, and ``bounds`` what ``NFA.atoms()``
-    returns for them.  ``ops``: the parser's ``(LITERAL, IN,
-    NOT_LITERAL, ANY, SUBPATTERN, BRANCH, MAX_REPEAT, MIN_REPEAT, MAXREPEAT)``;
-    ``char_ranges(op, av, flags)`` the code points of a character node (flags
-    masked with ``char_mask``); ``type_flags`` the flags a scoped ``(?a)``
-    replaces.  ``None`` when the tree holds a node this builder leaves to
-    the reference (lookaheads, anchors, refused constructs), nests deeper
-    than the C stack should go, or needs ``limit`` states or more."""
+    0: ``(nfa, final, bounds)``, ``nfa`` a :class:`_Thompson` holding the
+    same moves in the same order (and its ``repeats``, the reference's list),
+    ``bounds`` what ``NFA.atoms()`` returns for them.  ``ops``: the parser's
+    ``(LITERAL, IN, NOT_LITERAL, ANY, SUBPATTERN, BRANCH, MAX_REPEAT,
+    MIN_REPEAT, MAXREPEAT)``; ``char_ranges(op, av, flags)`` the code points
+    of a character node (flags masked with ``char_mask``); ``type_flags`` the
+    flags a scoped ``(?a)`` replaces.  ``None`` when the tree holds a node
+    this builder leaves to the reference (lookaheads, anchors, refused
+    constructs), nests deeper than the C stack should go, or needs ``limit``
+    states or more.  Built as per-state Python lists, the moves of the
+    ``email`` format's 8,636 states cost more than its subset construction."""
     cdef _Thompson t = _Thompson()
-    t.empty, t.chars, t.asserts, t.repeats, t.distinct = [], [], [], [], {}
+    t.repeats, t.ranges, t.rid_of = [], [], {}
     t.n, t.limit = 0, limit
     t.char_ranges = char_ranges
     (t.LITERAL, t.IN, t.NOT_LITERAL, t.ANY, t.SUBPATTERN, t.BRANCH, t.MAX_REPEAT,
@@ -890,4 +1030,4 @@ def thompson(tree, int64_t flags, int64_t limit, ops, char_ranges, int64_t char_
         final = t.build(tree, flags, 0, 0)
     except _LeaveToPython:
         return None
-    return t.empty, t.chars, t.asserts, t.repeats, final, _atoms(t.distinct, 0x80, max_code_point + 1)
+    return t, final, _atoms(t.ranges, 0x80, max_code_point + 1)

@@ -90,12 +90,16 @@ def determinize(nfa, start, final, max_states, name, bounds):
     """:func:`determinize_python`'s result, in C when the NFA has no lookahead
     moves (see the module docstring)."""
     kernel = compiled()
-    if kernel is None or any(nfa.assert_moves):
+    flat = getattr(nfa, "flat", None)    # the compiled builder's NFA: no lookaheads
+    if kernel is None or flat is None and any(nfa.assert_moves):
         # the lookahead configurations stay in Python: the terminals that use
         # them are few and small (javascript.lark: five, 3 ms in all)
         return determinize_python(nfa, start, final, max_states, name, bounds)
-    out = kernel.subsets(nfa.empty_moves, nfa.char_moves, bounds, start, final, max_states,
-                         getattr(progress, "hook", None))
+    hook = getattr(progress, "hook", None)
+    if flat is not None:
+        out = kernel.subsets_flat(flat, bounds, start, final, max_states, hook)
+    else:
+        out = kernel.subsets(nfa.empty_moves, nfa.char_moves, bounds, start, final, max_states, hook)
     if out is None:
         raise too_large(name, max_states, "DFA")
     trans, accepting = out

@@ -33,6 +33,7 @@ PURE_ENV = "CFGMASK_PURE_AUTOMATA"
 
 #: the compiled kernels by name (each documents its Python reference)
 KERNELS = SimpleNamespace(thompson=_automata.thompson, subsets=_automata.subsets,
+                          subsets_flat=_automata.subsets_flat,
                           utf8=_automata.utf8,
                           minimal=_minimal.minimal, bfs=_minimal.bfs,
                           column_classes=_minimal.column_classes,

@@ -27,7 +27,7 @@ from cfgmask.automata.parse import (
     combine_flags, one_char_ranges)
 from cfgmask.automata.refusals import too_large, unsupported
 
-__all__ = ["NFA", "EOS_BIT", "ALL_BYTES", "FULL_MASK", "build_nfa", "mask_bytes"]
+__all__ = ["NFA", "CompiledNFA", "EOS_BIT", "ALL_BYTES", "FULL_MASK", "build_nfa", "mask_bytes"]
 
 # A lookahead constraint on the next byte, as an int bit set: bit b (0..255)
 # set = the next byte may not be b; bit EOS_BIT set = the end of input may
@@ -256,22 +256,53 @@ def build_nfa(tree, name, limit):
 
     The compiled builder (:func:`cfgmask._fast._automata.thompson`) makes
     the same states and moves in the same order as :meth:`NFA.build`, the
-    reference, for every node but lookaheads and the refused constructs; a
-    tree holding one of those, nesting deeper than it goes, or needing
-    ``limit`` states is built here, which answers or refuses.  Built in
-    Python, the NFA was half of a terminal's compile (the ``email`` format's
-    8,636 states: 15.6 ms of 32; sql.lark's 146 terminals: 34 of 61 ms).
+    reference, for every node but lookaheads and the refused constructs, and
+    keeps them in C (a :class:`CompiledNFA`); a tree holding one of those,
+    nesting deeper than it goes, or needing ``limit`` states is built here,
+    which answers or refuses.  Built in Python, the NFA was half of a
+    terminal's compile (a ``new_state`` call and three lists per state: the
+    ``email`` format's 8,636 states, 15.6 ms of 32; sql.lark's 146
+    terminals, 34 of 61 ms).
     """
-    nfa = NFA(name, limit)
     kernel = compiled()
     if kernel is not None:
         out = kernel.thompson(tree, tree.state.flags, limit, _KERNEL_OPS, char_ranges,
                               CHAR_FLAGS, TYPE_FLAGS, ut.MAX_CODE_POINT)
         if out is not None:
-            nfa.empty_moves, nfa.char_moves, nfa.assert_moves, nfa.repeats, final, nfa._bounds = out
-            return nfa, 0, final
+            flat, final, bounds = out
+            return CompiledNFA(name, limit, flat, bounds), 0, final
+    nfa = NFA(name, limit)
     start = nfa.new_state()
     return nfa, start, nfa.build(tree, tree.state.flags, start)
+
+
+class CompiledNFA(NFA):
+    """An :class:`NFA` the compiled builder made, without lookaheads: ``flat``
+    (its moves in C, which ``determinize`` hands to the compiled subset
+    construction) and ``repeats`` as the reference makes them; the per-state
+    move lists are made on first use (the Python subset construction, tests)."""
+
+    def __init__(self, name, limit, flat, bounds):
+        self.name = name
+        self.limit = limit
+        self.flat = flat
+        self.repeats = flat.repeats
+        self.lookahead_sets = []
+        self._bounds = bounds
+        self._lists = None
+
+    def _moves(self):
+        if self._lists is None:
+            empty, chars = self.flat.lists()
+            self._lists = (empty, chars, [[] for _ in range(len(empty))])
+        return self._lists
+
+    empty_moves = property(lambda self: self._moves()[0])
+    char_moves = property(lambda self: self._moves()[1])
+    assert_moves = property(lambda self: self._moves()[2])
+
+    def new_state(self):
+        raise TypeError("a compiled NFA is complete")
 
 
 def mask_bytes(mask):
