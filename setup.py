@@ -1,7 +1,7 @@
 """Build the Cython runtime in cfgmask/_fast.
 
 Compile-time code (grammar loading, regex -> DFA, tokenizer -> trie) is plain
-Python except ``_automata`` and ``_minimal`` (the subset construction, UTF-8
+Python except ``_thompson``, ``_automata`` and ``_minimal`` (the Thompson NFA, the subset construction, UTF-8
 spelling, minimisation and numbering of the regex pipeline, and the products
 and trimming of its set operations, whose Python versions stay as the tests'
 reference) and ``_reparse`` (Python's regex parser
@@ -43,7 +43,8 @@ def _extensions():
         "nonecheck": False,
         "embedsignature": True,
     }
-    mods = ["_lexer", "_earley", "_runtime", "_matcher", "_automata", "_minimal", "_reparse", "_slicewalk"]
+    mods = ["_lexer", "_earley", "_runtime", "_matcher", "_thompson", "_automata", "_minimal", "_reparse",
+            "_slicewalk"]
     # no OpenMP: batch fills run on the runtime's own pool (_fast/_pool.h), which
     # sleeps instead of spinning; libgomp's spin policy is fixed by whoever loads it first
     exts = [

@@ -53,7 +53,8 @@ LAYERS = [
     ("cfgmask.frontends", "frontends"),
     ("cfgmask._fast", "runtime"),
     # the regex pipeline's compile-time kernels: C, but not the run time
-    ("cfgmask._fast._automata", "kernels"), ("cfgmask._fast._minimal", "kernels"),
+    ("cfgmask._fast._thompson", "kernels"), ("cfgmask._fast._automata", "kernels"),
+    ("cfgmask._fast._minimal", "kernels"),
     ("cfgmask._fast._reparse", "kernels"),
     # inline C functions and typedefs (cimported, compiled into each user): the base of both
     ("cfgmask._fast._hash", "base"), ("cfgmask._fast._mem", "base"), ("cfgmask._fast._types", "base"),

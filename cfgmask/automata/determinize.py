@@ -97,7 +97,8 @@ def determinize(nfa, start, final, max_states, name, bounds):
         return determinize_python(nfa, start, final, max_states, name, bounds)
     hook = getattr(progress, "hook", None)
     if flat is not None:
-        out = kernel.subsets_flat(flat, bounds, start, final, max_states, hook)
+        out = kernel.subsets_flat(flat.n, *flat.arrays(), flat.ranges, bounds, start, final,
+                                  max_states, hook)
     else:
         out = kernel.subsets(nfa.empty_moves, nfa.char_moves, bounds, start, final, max_states, hook)
     if out is None:

@@ -254,7 +254,7 @@ def build_nfa(tree, name, limit):
     """``(nfa, start, final)``: the :class:`NFA` of parse tree ``tree`` from a
     first state ``start`` (0) to ``final``.
 
-    The compiled builder (:func:`cfgmask._fast._automata.thompson`) makes
+    The compiled builder (:func:`cfgmask._fast._thompson.thompson`) makes
     the same states and moves in the same order as :meth:`NFA.build`, the
     reference, for every node but lookaheads and the refused constructs, and
     keeps them in C (a :class:`CompiledNFA`); a tree holding one of those,
