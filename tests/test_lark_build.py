@@ -165,3 +165,82 @@ def test_cycles_found():
     assert lark_build._has_cycle({"a": {"a"}})
     assert lark_build._has_cycle({"a": {"b"}, "b": {"c"}, "c": {"b"}})
     assert lark_build._has_cycle({"x": set(), "a": {"b"}, "b": {"a"}})
+
+
+# ---------------------------------------------------------------- %import copies
+
+def _lark_mangle():
+    f = L._mangle_definition_tree
+    return getattr(f, "__wrapped__", f)
+
+
+def _tree_key(x):
+    """Everything a copied tree carries: node data and meta, symbols with their
+    kind and filter_out, tokens with the positions deepcopy keeps."""
+    from lark import Token, Tree
+    from lark.grammar import Symbol
+    if isinstance(x, Tree):
+        return ("tree", type(x).__name__, x.data, id(x._meta) if x._meta is not None else None,
+                tuple(_tree_key(c) for c in x.children))
+    if isinstance(x, Symbol):
+        return ("symbol", type(x).__name__, x.name, getattr(x, "filter_out", None))
+    if isinstance(x, Token):
+        return ("token", x.type, x.value, x.start_pos, x.line, x.column, x.end_line, x.end_column,
+                x.end_pos)
+    return ("leaf", type(x).__name__, repr(x))
+
+
+def _mangled_pairs(texts):
+    """``(exp, mangle)`` of every definition Lark's own load copies for the texts."""
+    original = _lark_mangle()
+    calls = []
+
+    def record(exp, mangle):
+        calls.append((exp, mangle))
+        return original(exp, mangle)
+    saved = L._mangle_definition_tree
+    L._mangle_definition_tree = record
+    try:
+        for text, import_paths in texts:
+            try:
+                L.load_grammar(text, "<string>", list(import_paths), False)
+            except Exception:  # noqa: BLE001 - the copies made before an error count too
+                pass
+    finally:
+        L._mangle_definition_tree = saved
+    return [(e, m) for e, m in calls if m is not None]
+
+
+def test_import_copies_as_lark():
+    """``mangle_definition_tree`` gives Lark's copies (every imported definition
+    of the project's grammars, Lark's lark.lark, the mirrors and the import
+    cases), leaving the original trees unchanged."""
+    texts = [(grammar_text(p), [os.path.dirname(p)]) for p in GRAMMAR_FILES + [_lark_lark()]]
+    texts += [(text, []) for _name, text in _mirror_texts()]
+    texts += [(text, []) for text, _loads in TERMINAL_CASES]
+    texts.append(('start: A B WORD _NL\nA: "a"\nB: /b+/\n%import common (WORD, NEWLINE -> _NL)\n'
+                  '%import common.WS\n%ignore WS\n', []))
+    pairs = _mangled_pairs(texts)
+    assert len(pairs) > 20
+    original = _lark_mangle()
+    for exp, mangle in pairs:
+        before = _tree_key(exp)
+        got = lark_build.mangle_definition_tree(exp, mangle, original)
+        assert _tree_key(got) == _tree_key(original(exp, mangle))
+        assert _tree_key(exp) == before and got is not exp
+
+
+def test_import_copy_keeps_sharing_as_deepcopy():
+    from lark import Token, Tree
+    from lark.grammar import NonTerminal, Terminal
+    leaf = Token("STRING", '"x"', 3, 1, 4)
+    shared = Tree("expansion", [Terminal("A", filter_out=True), leaf, leaf])
+    exp = Tree("expansions", [shared, shared, Tree("expansion", [NonTerminal("r")])])
+    mangle = lambda name: "ns__" + name  # noqa: E731
+    want = _lark_mangle()(exp, mangle)
+    got = lark_build.mangle_definition_tree(exp, mangle, _lark_mangle())
+    assert _tree_key(got) == _tree_key(want)
+    for t in (want, got):
+        assert t.children[0] is t.children[1] and t.children[0].children[1] is t.children[0].children[2]
+        assert t.children[0].children[0] == Terminal("ns__A") and t.children[0].children[0].filter_out
+    assert lark_build.mangle_definition_tree(exp, None, _lark_mangle()) is exp

@@ -35,13 +35,18 @@ the same replacements in one walk when the references are all defined
 terminals and form no cycle, and otherwise calls Lark's function, which
 raises its own error.  :func:`install` routes Lark's name to it, like
 ``lark_parse.install``.
+
+Imports (``%import``): Lark copies every definition of the imported file
+with ``copy.deepcopy`` before it drops the unused ones;
+:func:`mangle_definition_tree` makes the same copies by a direct walk
+(also routed by :func:`install`).
 """
 
 import threading
 
 from cfgmask.automata.dfa import graph_has_cycle
 
-__all__ = ["load_grammar", "resolve_term_references", "install"]
+__all__ = ["load_grammar", "resolve_term_references", "mangle_definition_tree", "install"]
 
 
 def load_grammar(text, source, import_paths, global_keep_all_tokens=False):
@@ -127,13 +132,59 @@ def wrap_lark_function(name, marker, make_wrapper):
 
 def install():
     """Route ``lark.load_grammar.resolve_term_references`` through
-    :func:`resolve_term_references` (see :func:`wrap_lark_function`)."""
+    :func:`resolve_term_references` and ``_mangle_definition_tree`` through
+    :func:`mangle_definition_tree` (see :func:`wrap_lark_function`)."""
 
     def make(current):
         def wrapper(term_dict):
             return resolve_term_references(term_dict, current)
         return wrapper
-    return wrap_lark_function("resolve_term_references", "_cfgmask_lark_build", make)
+
+    def make_mangle(current):
+        def wrapper(exp, mangle):
+            return mangle_definition_tree(exp, mangle, current)
+        return wrapper
+    done = wrap_lark_function("resolve_term_references", "_cfgmask_lark_build", make)
+    return wrap_lark_function("_mangle_definition_tree", "_cfgmask_lark_build", make_mangle) and done
+
+
+def mangle_definition_tree(exp, mangle, lark_mangle):
+    """Lark's ``_mangle_definition_tree(exp, mangle)``: a copy of an imported
+    definition's tree with every symbol renamed by ``mangle``.
+
+    Lark deep-copies the tree with ``copy.deepcopy`` (a generic walk, most of
+    an ``%import``'s cost: every definition of the imported file is copied
+    before the unused ones are dropped) and then renames the symbols of the
+    copy.  This copies the trees itself, renaming symbols as it goes, and
+    leaves every other leaf (tokens) to ``deepcopy`` with one memo, so that
+    shared subtrees and leaves stay shared as deepcopy keeps them; anything
+    but a tree at the root goes to ``lark_mangle``."""
+    from copy import deepcopy
+
+    from lark import Tree
+    from lark.grammar import Symbol
+
+    if mangle is None:
+        return exp
+    if not isinstance(exp, Tree):
+        return lark_mangle(exp, mangle)
+    memo = {}
+
+    def copy(tree):
+        got = memo.get(id(tree))
+        if got is None:
+            children = []
+            for c in tree.children:
+                if isinstance(c, Tree):
+                    children.append(copy(c))
+                elif isinstance(c, Symbol):
+                    children.append(c.renamed(mangle))
+                else:
+                    children.append(deepcopy(c, memo))
+            # Tree.__deepcopy__: the same class and data, the meta shared
+            got = memo[id(tree)] = type(tree)(tree.data, children, meta=tree._meta)
+        return got
+    return copy(exp)
 
 
 def resolve_term_references(term_dict, lark_resolve):
