@@ -279,7 +279,7 @@ def lexer_tables(names, patterns, max_states=DEFAULT_MAX_TERMINAL_STATES, progre
     raises the same error every time.
     """
     n = len(patterns)
-    _meta, arrays, source = cache.cached_build(
+    _, arrays, source = cache.cached_build(
         "lexer", None if prebuilt else (lambda: lexer_tables_key(patterns, max_states)),
         lambda: ({"n_terminals": n}, _build_tables(names, patterns, max_states, progress)),
         memo=_memory,
