@@ -267,74 +267,36 @@ cdef int _add_spans(ranges, const int64_t* bounds, int64_t nb, int32_t** span, i
     return 0
 
 
-cdef int _flatten(_Subsets b, list empty_moves, list char_moves, const int64_t[::1] bounds) except -1:
-    """The NFA's move lists as flat arrays; a character move's code point ranges
-    become atom intervals (adjacent ones merged), as in the reference."""
-    cdef int64_t n = len(char_moves), i, total, k, a, nb = bounds.shape[0]
-    cdef list moves
-    b.eptr = <int64_t*>malloc((n + 1) * sizeof(int64_t))
-    b.mptr = <int64_t*>malloc((n + 1) * sizeof(int64_t))
-    if not (b.eptr and b.mptr):
-        raise MemoryError()
-    total = 0
-    for i in range(n):
-        b.eptr[i] = total
-        total += len(<list>empty_moves[i])
-    b.eptr[n] = total
-    b.eto = <int32_t*>malloc(max(total, 1) * sizeof(int32_t))
-    if not b.eto:
-        raise MemoryError()
-    k = 0
-    for i in range(n):
-        for x in <list>empty_moves[i]:
-            b.eto[k] = x
-            if not (0 <= b.eto[k] < n):
-                raise ValueError("subsets: an empty move leaves the NFA")
-            k += 1
-    # spans of each distinct range tuple, by identity (every tuple stays alive
-    # in the NFA for the whole call; an equal tuple elsewhere is merely redone)
-    cdef dict spans_of = {}
-    cdef int32_t* span = <int32_t*>malloc(64 * sizeof(int32_t))
-    cdef int64_t span_n = 0, span_cap = 64, first, count, cap = 64
-    cdef int32_t target
-    if not span:
-        raise MemoryError()
-    b.mlo = <int32_t*>malloc(cap * sizeof(int32_t))
-    b.mhi = <int32_t*>malloc(cap * sizeof(int32_t))
-    b.mto = <int32_t*>malloc(cap * sizeof(int32_t))
-    if not (b.mlo and b.mhi and b.mto):
-        free(span)
-        raise MemoryError()
-    k = 0
-    try:
-        for i in range(n):
-            b.mptr[i] = k
-            moves = <list>char_moves[i]
-            for ranges, tgt in moves:
-                target = tgt
-                if not (0 <= target < n):
-                    raise ValueError("subsets: a character move leaves the NFA")
-                where = spans_of.get(id(ranges))
-                if where is None:
-                    first = span_n
-                    _add_spans(ranges, &bounds[0], nb, &span, &span_n, &span_cap)
-                    where = spans_of[id(ranges)] = (first, span_n - first)
-                first, count = where
-                if k + count // 2 > cap:
-                    while k + count // 2 > cap:
-                        cap *= 2
-                    b.mlo = <int32_t*>_grow(b.mlo, cap * sizeof(int32_t))
-                    b.mhi = <int32_t*>_grow(b.mhi, cap * sizeof(int32_t))
-                    b.mto = <int32_t*>_grow(b.mto, cap * sizeof(int32_t))
-                for a in range(first, first + count, 2):
-                    b.mlo[k] = span[a]
-                    b.mhi[k] = span[a + 1]
-                    b.mto[k] = target
-                    k += 1
-        b.mptr[n] = k
-    finally:
-        free(span)
-    return 0
+cdef tuple _edges_of_lists(list empty_moves, list char_moves):
+    """The reference's per-state move lists as :func:`subsets_flat`'s arrays
+    (moves in state order, each state's in list order; a range tuple's index
+    by identity), so that one flattening serves both entry points."""
+    cdef list e_from = [], e_to = [], c_from = [], c_to = [], c_rid = [], ranges = []
+    cdef dict rid_of = {}
+    cdef Py_ssize_t s
+    for s in range(len(empty_moves)):
+        for t in <list>empty_moves[s]:
+            e_from.append(s)
+            e_to.append(t)
+    for s in range(len(char_moves)):
+        for rs, t in <list>char_moves[s]:
+            rid = rid_of.get(id(rs))
+            if rid is None:
+                rid = rid_of[id(rs)] = len(ranges)
+                ranges.append(rs)
+            c_from.append(s)
+            c_to.append(t)
+            c_rid.append(rid)
+    return (_int32s(e_from), _int32s(e_to), _int32s(c_from), _int32s(c_to), _int32s(c_rid),
+            ranges)
+
+
+cdef object _int32s(list xs):
+    # a state number past int32 is outside any NFA this builds: refused, not wrapped
+    arr = np.array(xs, dtype=np.int64)
+    if arr.size and (arr.min() < -2 ** 31 or arr.max() >= 2 ** 31):
+        raise ValueError("subsets: a move leaves the NFA")
+    return arr.astype(np.int32)
 
 
 cdef int64_t _closure(_Subsets b, const int32_t* states, int64_t n_states, int32_t stamp) except -1:
@@ -379,7 +341,8 @@ def subsets(list empty_moves, list char_moves, bounds, int start, int final, int
     if len(empty_moves) != n_nfa or not (0 <= start < n_nfa) or n_atoms < 1:
         raise ValueError("subsets: inconsistent NFA")
     cdef _Subsets b = _Subsets()
-    _flatten(b, empty_moves, char_moves, cuts)
+    e_from, e_to, c_from, c_to, c_rid, ranges = _edges_of_lists(empty_moves, char_moves)
+    _flatten_edges(b, n_nfa, e_from, e_to, c_from, c_to, c_rid, ranges, cuts)
     return _construct(b, n_nfa, n_atoms, start, final, max_states, hook)
 
 
@@ -405,8 +368,10 @@ def subsets_flat(int64_t n_nfa, e_from, e_to, c_from, c_to, c_rid, list ranges, 
 cdef int _flatten_edges(_Subsets b, int64_t n, const int32_t[::1] e_from, const int32_t[::1] e_to,
                         const int32_t[::1] c_from, const int32_t[::1] c_to, const int32_t[::1] c_rid,
                         list ranges, const int64_t[::1] bounds) except -1:
-    """:func:`_flatten` of moves given as arrays (see :func:`subsets_flat`): grouped
-    by state, each state's in the order given (a stable counting sort)."""
+    """The NFA's moves as flat arrays (see :func:`subsets_flat`): grouped by
+    state, each state's in the order given (a stable counting sort); a
+    character move's code point ranges become atom intervals (adjacent ones
+    merged), as in the reference."""
     cdef int64_t k, i, r, a, nb = bounds.shape[0], total
     cdef int64_t n_ranges = len(ranges), n_e = e_from.shape[0], n_c = c_from.shape[0]
     if e_to.shape[0] != n_e or c_to.shape[0] != n_c or c_rid.shape[0] != n_c:

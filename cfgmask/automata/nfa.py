@@ -70,7 +70,6 @@ class NFA:
         self.assert_moves = []  # state -> [(state, mask)]
         self.lookahead_sets = []  # the code point sets lookaheads test
         self.repeats = []       # (body, flags, max_count) of every repeat built, in walk order
-        self._bounds = None     # atoms() as the compiled builder computed them
 
     def new_state(self) -> int:
         if len(self.char_moves) >= self.limit:
@@ -90,8 +89,6 @@ class NFA:
         """Boundaries of the coarsest partition of the code points that every
         character set and lookahead set is a union of (and that splits ASCII
         from the rest): atom ``a`` is ``[bounds[a], bounds[a + 1])``."""
-        if self._bounds is not None:
-            return self._bounds
         cuts = {0, 0x80, ut.MAX_CODE_POINT + 1}
         seen = set()
         for moves in self.char_moves:
@@ -297,6 +294,10 @@ class CompiledNFA(NFA):
             empty, chars = self.flat.lists()
             self._lists = (empty, chars, [[] for _ in range(len(empty))])
         return self._lists
+
+    def atoms(self):
+        """:meth:`NFA.atoms`, as the compiled builder computed them."""
+        return self._bounds
 
     empty_moves = property(lambda self: self._moves()[0])
     char_moves = property(lambda self: self._moves()[1])
