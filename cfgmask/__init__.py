@@ -16,6 +16,10 @@ stays cheap.
 
 __version__ = "0.1.0"
 
+# first: the compile-time modules' compiled or source form (compiled_python.py)
+from cfgmask import compiled_python as _compiled_python
+_compiled_python.install()
+
 from cfgmask.errors import (BudgetExceeded, CfgmaskError, CompileBudgetExceeded, ConfigurationError,
                      DeadEnd, GrammarError, GrammarWarning, TokenRejected)
 

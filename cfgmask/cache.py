@@ -77,6 +77,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cfgmask.compiled_python import source_file
+
 __all__ = ["FORMAT_VERSION", "cache_dir", "enabled", "load", "store", "flush", "entry_path",
            "key_digest", "code_fingerprint", "stats", "BoundedMemo", "cached_build"]
 
@@ -169,6 +171,10 @@ def code_fingerprint(*modules):
                 import importlib
                 mod = importlib.import_module(name)
             path = getattr(mod, "__file__", None)
+            if path:
+                # a module compiled from the .py beside it (compiled_python.py): the
+                # source names the code, and hashing megabytes of machine code costs ms
+                path = source_file(path)
             digest.update(name.encode() + b"\0")
             if path:
                 try:

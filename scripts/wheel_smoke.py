@@ -42,6 +42,14 @@ def main():
     if not os.path.isfile(lark_meta.TABLE_FILE):
         sys.exit("wheel smoke: cfgmask/frontends/lark_meta_table.json is not in the wheel")
     vocab = byte_vocab()
+    # the compile-time Python modules come compiled in a wheel (setup.py), with the
+    # record that lets cfgmask.compiled_python import them
+    from cfgmask import compiled_python
+    for name in compiled_python.MODULES:
+        __import__(name)
+    slow = sorted(set(compiled_python.MODULES) - set(compiled_python.compiled_modules()))
+    if slow:
+        sys.exit(f"wheel smoke: imported from source, not compiled: {', '.join(slow)}")
     docs = {"json": '{"a": [1, 2.5, null]}', "sql": "SELECT a FROM t WHERE b = 1;",
             "javascript": "let x = 1;\n"}
     for name in cfgmask.Grammar.builtin_names():

@@ -48,6 +48,7 @@ _BRIEF = re.compile(r"\b" + "DES" + r"IGN(?:\.md\b|\s*§)")
 # the package's __init__, which imports the base eagerly and the rest lazily
 LAYERS = [
     ("cfgmask.errors", "base"), ("cfgmask.cache", "base"), ("cfgmask.gc_pause", "base"),
+    ("cfgmask.compiled_python", "base"),
     ("cfgmask.automata", "automata"),
     ("cfgmask.grammar", "ir"),
     ("cfgmask.frontends", "frontends"),
