@@ -94,8 +94,8 @@ def _compiled_python_modules():
 
 
 def _python_extensions():
-    # -O1 without debug info: object-level Python code gains little from -O3 and
-    # builds in about half the time; -g would triple the files' size
+    # -O1 without debug info: -O2 ran as many instructions on javascript.lark's load
+    # (callgrind, docs/compile.md) and took 1.6x as long to build; -g triples the size
     return [Extension(name, [name.replace(".", "/") + ".py"], extra_compile_args=["-O1", "-g0"])
             for name in _compiled_python_modules()]
 
