@@ -107,8 +107,9 @@ class BuildExt(build_ext):
 
     def run(self):
         super().run()
+        compiled = set(_compiled_python_modules())
         modules = {e.name: zlib.crc32(open(e.name.replace(".", "/") + ".py", "rb").read())
-                   for e in self.extensions if e.name in set(_compiled_python_modules())}
+                   for e in self.extensions if e.name in compiled}
         text = json.dumps({"modules": modules}, indent=1, sort_keys=True) + "\n"
         targets = [os.path.join(self.build_lib, "cfgmask")]
         if self.inplace or self.editable_mode:

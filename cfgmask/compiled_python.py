@@ -14,8 +14,9 @@ in 0.75x; first masks of new grammars in 0.55-1.0x the time (json.lark
 Invariants:
 
 * every module in :data:`MODULES` has one source, its ``.py`` file, which is
-  also the reference: ``CFGMASK_PURE_PYTHON=1`` imports all of them from
-  source (tests/test_compiled_python.py compares the two forms' results);
+  also the reference: ``CFGMASK_PURE_PYTHON=1`` (read once, when ``cfgmask``
+  is imported) imports all of them from source (tests/test_compiled_python.py
+  compares the two forms' results);
 * the compiled form is imported only when the build record
   (``_compiled_sources.json`` beside this file, written by ``setup.py`` after
   the extensions are built) names the module with the CRC-32 of the very
