@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import zlib
 
 import pytest
 
@@ -151,6 +150,12 @@ def _built_record():
         return json.load(f)["modules"]
 
 
+def _fresh(record):
+    """The modules of ``record`` whose source is still the one they were built from."""
+    return {n for n, crc in record.items()
+            if compiled_python.source_crc(os.path.join(ROOT, *n.split(".")) + ".py") == crc}
+
+
 def test_every_listed_module_has_its_source():
     for name in compiled_python.MODULES:
         path = os.path.join(ROOT, *name.split(".")) + ".py"
@@ -161,7 +166,7 @@ def test_every_listed_module_has_its_source():
 def test_source_is_chosen_unless_the_record_vouches(tmp_path):
     src = tmp_path / "m.py"
     src.write_text("X = 1\n")
-    crc = zlib.crc32(src.read_bytes())
+    crc = compiled_python.source_crc(str(src))
     name = "cfgmask.grammar"
     assert compiled_python.use_source(name, str(src), {name: crc}, pure=True)
     assert compiled_python.use_source(name, str(src), {}, pure=False)
@@ -169,6 +174,21 @@ def test_source_is_chosen_unless_the_record_vouches(tmp_path):
     assert not compiled_python.use_source(name, str(src), {name: crc}, pure=False)
     src.write_text("X = 2\n")        # edited after the build: the same length, a new source
     assert compiled_python.use_source(name, str(src), {name: crc}, pure=False)
+
+
+def test_finder_sends_an_unvouched_module_to_its_source():
+    """The hook end to end: a record without the right CRC (a source edited after
+    the build) gives the ``.py`` file's spec; a vouching record or a module off
+    the list is left to the standard finders."""
+    import cfgmask.frontends
+    name, path = "cfgmask.frontends.cfg", list(cfgmask.frontends.__path__)
+    source = os.path.join(os.path.dirname(cfgmask.frontends.__file__), "cfg.py")
+    crc = compiled_python.source_crc(source)
+    for record, pure in (({}, False), ({name: crc ^ 1}, False), ({name: crc}, True)):
+        spec = compiled_python._SourceOrCompiled(record, pure).find_spec(name, path)
+        assert spec is not None and spec.origin == source
+    assert compiled_python._SourceOrCompiled({name: crc}, False).find_spec(name, path) is None
+    assert compiled_python._SourceOrCompiled({}, False).find_spec("cfgmask.frontends.builtins", path) is None
 
 
 def test_compiled_and_source_forms_agree():
@@ -180,9 +200,7 @@ def test_compiled_and_source_forms_agree():
     built = compiled.pop("compiled")
     record = _built_record()
     if record is not None:
-        fresh = {n for n, crc in record.items()
-                 if zlib.crc32(open(os.path.join(ROOT, *n.split(".")) + ".py", "rb").read()) == crc}
-        assert set(built) == fresh & set(compiled_python.MODULES)
+        assert set(built) == _fresh(record) & set(compiled_python.MODULES)
     assert compiled == source
     # the cases really ran: grammars digested, and errors where the input is bad
     assert all(v.endswith(" accepting") for k, v in source.items() if not k.startswith("bad")), source
@@ -205,9 +223,7 @@ def test_built_tree_imports_the_compiled_modules():
     env.pop("CFGMASK_PURE_PYTHON", None)
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
-    fresh = sorted(n for n, crc in record.items()
-                   if zlib.crc32(open(os.path.join(ROOT, *n.split(".")) + ".py", "rb").read()) == crc)
-    assert json.loads(r.stdout.strip().splitlines()[-1]) == fresh
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == sorted(_fresh(record))
 
 
 def test_code_fingerprint_reads_the_source_of_a_compiled_module():
