@@ -18,6 +18,7 @@ import random
 import re
 import warnings
 
+import numpy as np
 import pytest
 
 from cfgmask import Grammar, GrammarError
@@ -226,3 +227,115 @@ def test_json_schema_test_suite_format_cases(fmt):
             assert got == t["valid"], (t["description"], v)
             checked += 1
     assert checked
+
+
+# ----------------------------------------------- the table computed ahead (format_tables)
+
+def _fresh_format_memos(monkeypatch):
+    """Empty the memos a table entry feeds, so that what a test compiles is built
+    (or decoded) here, not left over from another test."""
+    from cfgmask.automata import memo, parse, setops
+    from cfgmask.engine import lexer
+    from cfgmask.frontends.json_schema import formats as F
+    # emptied in place: modules hold them by name
+    for m in (memo.DFA_MEMO, parse.REPEATS_SEEN, setops.SETOP_MEMO, lexer._memory):
+        monkeypatch.setattr(m, "_data", {})
+    for f in (F.table, F._entry, F._text_of, F._repeats_of):
+        f.cache_clear()
+
+
+def test_format_table_entries_equal_a_fresh_build():
+    """Every entry tools/format_tables.py wrote is what the pipeline builds now:
+    text, automaton (tables and no follow restrictions), width and the repeats
+    the slices read; and every asserted format has both escapes in the table."""
+    import unicodedata
+    from cfgmask.automata.parse import REPEATS_SEEN
+    from cfgmask.automata.pipeline import regex_to_dfa
+    from cfgmask.frontends.json_schema import formats as F
+    data = F.table()
+    assert data is not None, f"{F.TABLE_FILE} is missing or unreadable"
+    if data["unidata_version"] != unicodedata.unidata_version:
+        assert F._entry("uri", True) is None
+        pytest.skip(f"format_tables.json was made for Unicode {data['unidata_version']}, this Python "
+                    f"has {unicodedata.unidata_version}: rerun python -m tools.format_tables")
+    assert set(data["formats"]) == set(S.FORMATS)
+    for name, by_escapes in data["formats"].items():
+        assert set(by_escapes) == {"any", "canonical"}
+        for escapes, entry in by_escapes.items():
+            canonical = escapes == "canonical"
+            assert json.loads(json.dumps(F.build_entry(name, canonical))) == entry, (name, escapes)
+            rx = S.text_regex(S.FORMATS[name], canonical)
+            assert F._text_of(name, canonical) == rx
+            fresh = regex_to_dfa(rx, name)
+            got = F._dfa_of(name, canonical, rx)
+            assert (got.trans == fresh.trans).all() and (got.accepting == fresh.accepting).all(), name
+            assert got.follow_forbidden == fresh.follow_forbidden
+            assert got.follow_forbidden_at_eos == fresh.follow_forbidden_at_eos
+            assert (got.column_class() == fresh.column_class()).all()
+            assert F._repeats_of(name, canonical) == REPEATS_SEEN.get(rx), name
+            assert F.width(name) == S.width(S.FORMATS[name])
+
+
+def test_format_table_is_used_only_when_its_key_matches(monkeypatch):
+    from cfgmask.automata import compile_regex, memo
+    from cfgmask.frontends.json_schema import formats as F
+    _fresh_format_memos(monkeypatch)
+    uuid = S.FORMATS["uuid"]
+    rx = F.text("uuid", True)
+    assert F._entry("uuid", True) is not None
+    assert memo.build_cost(rx) == 0.0 and memo.remembered_dfa(rx) is not None   # decoded, not built
+    assert compile_regex(rx).trans is memo.remembered_dfa(rx).trans
+    # another regex for the format (an edit to strings.py): built as before, not the table's
+    _fresh_format_memos(monkeypatch)
+    monkeypatch.setitem(S.FORMATS, "uuid", "[0-9a-f]{8}")
+    assert F._entry("uuid", True) is None
+    rx2 = F.text("uuid", True)
+    assert rx2 == S.text_regex("[0-9a-f]{8}", True) != rx
+    assert memo.remembered_dfa(rx2) is None and F.width("uuid") == (8, 8)
+    # another table format, or no table file: not used either
+    monkeypatch.setitem(S.FORMATS, "uuid", uuid)
+    for attr, value in (("TABLE_FORMAT", F.TABLE_FORMAT + 1), ("TABLE_FILE", F.TABLE_FILE + ".missing")):
+        _fresh_format_memos(monkeypatch)
+        with monkeypatch.context() as m:
+            m.setattr(F, attr, value)
+            assert F.table() is None and F._entry("uuid", True) is None
+            assert F.text("uuid", True) == rx and memo.remembered_dfa(rx) is None
+    _fresh_format_memos(monkeypatch)
+
+
+@pytest.mark.parametrize("escapes", ["canonical", "any"])
+def test_format_grammars_from_the_table_equal_built_ones(monkeypatch, escapes):
+    """A schema with every format (and one negated) gives the same grammar, lexer
+    tables and masks along documents sampled under it whether the formats come
+    from the table or are built."""
+    import gc
+    from cfgmask.automata import memo
+    from cfgmask.frontends.json_schema import formats as F
+    schema = {"type": "object", "properties": {f: {"type": "string", "format": f} for f in S.FORMATS},
+              "not": {"properties": {"uuid": {"format": "email"}}, "required": ["uuid"]}}
+
+    def compiled_and_masks(docs):
+        c = compile_bytes(compile_schema(Grammar, schema, escapes=escapes))
+        rng = random.Random(escapes)
+        while len(docs) < 8:
+            docs.append(sample(c, rng, max_bytes=400) or "")
+        masks = []
+        for doc in docs:
+            m = c.matcher()
+            for b in doc.encode():
+                masks.append(m.allowed_tokens().tolist())
+                m.consume(b)
+        fields = (list(c.grammar.terminal_names), list(c.grammar.terminal_patterns), c.lexer_spec.source)
+        return fields, [np.array(a) for a in c.lexer_spec.flat_tables()], masks
+
+    docs = []
+    _fresh_format_memos(monkeypatch)
+    with_table = compiled_and_masks(docs)
+    gc.collect()     # the grammar's pinned automata (the negated format) go with it
+    assert not set(with_table[0][1]) & set(memo.PINNED_DFAS)
+    _fresh_format_memos(monkeypatch)
+    monkeypatch.setattr(F, "_entry", lambda name, canonical: None)
+    built = compiled_and_masks(docs)
+    assert with_table[0] == built[0] and built[0][2] == "built"
+    assert all(np.array_equal(a, b) for a, b in zip(with_table[1], built[1]))
+    assert sum(len(d) for d in docs) > 50 and with_table[2] == built[2]

@@ -33,6 +33,7 @@ import json
 from cfgmask.errors import CompileBudgetExceeded, GrammarError
 from cfgmask.automata import compile_regex, remember_dfa
 from cfgmask.frontends.json_schema import automata as A
+from cfgmask.frontends.json_schema import formats as F
 from cfgmask.frontends.json_schema import numbers as N
 from cfgmask.frontends.json_schema import strings as S
 from cfgmask.frontends.json_schema.budget import MAX_CHUNKED_LENGTH, MAX_LITERAL_STATES, check_count
@@ -122,9 +123,8 @@ def string_dfa(st, norm, pins, canonical=False):
         text = S.text_regex(dec, canonical)
         positives.append((_compile(text, "pattern", "pattern"), text))
     for f in st.formats:
-        dec = S.FORMATS[f]
-        widths.append(S.width(dec))
-        text = S.text_regex(dec, canonical)
+        widths.append(F.width(f))
+        text = F.text(f, canonical)
         positives.append((_compile(text, f"format {f}", "format"), text))
     lo, hi = st.lo, st.hi
     implied = any(w[0] >= lo and (hi is None or (w[1] is not None and w[1] <= hi)) for w in widths)
@@ -161,7 +161,7 @@ def string_dfa(st, norm, pins, canonical=False):
         t = S.text_regex(S.pattern_to_decoded(pattern), canonical)
         negatives.append((_compile(t, "pattern", "not"), t))
     for f in st.not_formats:
-        t = S.text_regex(S.FORMATS[f], canonical)
+        t = F.text(f, canonical)
         negatives.append((_compile(t, f"format {f}", "not"), t))
     if st.excluded:
         negatives.append(A.literal_set_dfa(st.excluded, canonical=canonical))

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Write ``cfgmask/frontends/json_schema/format_tables.json``: the asserted
+formats' JSON text regexes, automata and widths, computed ahead.
+
+Why: ``strings.FORMATS`` are fixed regexes, yet every new process built them
+again.  In a fresh process with an empty cache, ``{"type": "string",
+"format": "uri"}`` spent ~3 ms rebuilding the text regex and ~5-20 ms in the
+regex pipeline; date-time, uri, date and email are among the commonest
+formats of MaskBench's schemas (590, 342, 178 and 147 of 11,305).  They
+depend only on the decoded regex, the escapes (canonical or any), this
+Python's Unicode database and the code of the pipeline, so each entry is
+keyed by a digest of the first three: another value builds as before, and
+tests/test_json_schema_formats.py compares every entry with a fresh build
+(a change to the pipeline's code fails there until this tool is rerun).
+
+Each entry holds, for one (format, canonical):
+
+* ``text``: ``strings.text_regex(FORMATS[name], canonical)`` (zlib, base64);
+* ``dfa``: ``compile_regex(text)`` as its column classes (uint8[256]) and one
+  int16 column per class (zlib, base64): ~90 KB in all where the full
+  int32 tables are ~10 MB;
+* ``width``: ``strings.width(FORMATS[name])``;
+* ``repeats``: what :func:`cfgmask.automata.parse.repeat_classes` answers for
+  the text (the slices read it; without it they would parse the text again),
+  as int32 ``[count, then per repeat: max (-1 unbounded), ranges, lo, hi, ...]``
+  (zlib, base64).
+
+JSON, not a Python module: the same data as a module took 2.5-4 ms to compile
+on import, more than a small format saves; the JSON reads in ~0.2 ms.
+
+Run: ``python -m tools.format_tables``.
+"""
+
+import json
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def main():
+    import unicodedata
+    from cfgmask.frontends.json_schema import formats as F, strings as S
+    table = {
+        "about": "written by python -m tools.format_tables (see there); do not edit by hand. "
+                 "format -> escapes -> [key, [min, max width], repeats, text, dfa]; "
+                 "cfgmask.frontends.json_schema.formats uses an entry only when its key matches",
+        "table_format": F.TABLE_FORMAT,
+        "unidata_version": unicodedata.unidata_version,
+        "formats": {name: {escapes: list(F.build_entry(name, canonical))
+                           for canonical, escapes in ((False, "any"), (True, "canonical"))}
+                    for name in S.FORMATS},
+    }
+    with open(F.TABLE_FILE, "w", encoding="utf-8") as f:
+        json.dump(table, f, indent=1)
+        f.write("\n")
+    print(f"wrote {F.TABLE_FILE}: {2 * len(S.FORMATS)} entries, Unicode {unicodedata.unidata_version}, "
+          f"{os.path.getsize(F.TABLE_FILE) // 1024} KB")
+
+
+if __name__ == "__main__":
+    main()
