@@ -71,6 +71,8 @@ import hashlib
 import json
 import multiprocessing as mp
 import os
+import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -140,6 +142,25 @@ def category(name):
     if "---" in name:
         return name.split("---")[0]
     return name[: -len(".json")].rsplit("_", 1)[0]
+
+
+def format_sample(data_dir, names, n, max_bytes=200_000):
+    """``n`` schemas (of at most ``max_bytes``) whose text asserts one of the
+    formats cfgmask checks (``strings.FORMATS``), drawn with a fixed seed: the
+    compiles the formats' table computed ahead serves (docs/json-schema.md,
+    "Formats computed ahead")."""
+    from cfgmask.frontends.json_schema.strings import FORMATS
+    found = re.compile(r'"format"\s*:\s*"([^"]+)"')
+    hits = []
+    for name in sorted(names):
+        path = os.path.join(data_dir, name)
+        if os.path.getsize(path) > max_bytes:
+            continue
+        with open(path, encoding="utf-8") as f:
+            if set(found.findall(f.read())) & set(FORMATS):
+                hits.append(name)
+    random.Random(1).shuffle(hits)
+    return hits[:n]
 
 
 def stratified_sample(names, n):
@@ -532,6 +553,8 @@ def main(argv=None):
     mode.add_argument("--sample", type=int, default=300, help="stratified sample size (default 300)")
     mode.add_argument("--full", action="store_true", help="every schema")
     mode.add_argument("--smoke", action="store_true", help="5 small schemas, short timeout")
+    mode.add_argument("--format-sample", type=int, metavar="N",
+                      help="N schemas that assert a format cfgmask checks (a deterministic draw)")
     ap.add_argument("--files", nargs="*", help="these MaskBench file names only")
     ap.add_argument("--engines", default=",".join(ENGINES), help="comma-separated subset of "
                     + ", ".join(ENGINES))
@@ -577,6 +600,9 @@ def main(argv=None):
         args.timeout = min(args.timeout, 30.0)
     elif args.full:
         chosen, how = names, "full"
+    elif args.format_sample:
+        chosen = format_sample(args.data, names, args.format_sample)
+        how = f"{len(chosen)} schemas asserting a format"
     else:
         chosen, how = stratified_sample(names, args.sample), f"stratified sample of {args.sample}"
 

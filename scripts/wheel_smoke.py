@@ -41,9 +41,9 @@ def main():
     from cfgmask.frontends import lark_meta
     if not os.path.isfile(lark_meta.TABLE_FILE):
         sys.exit("wheel smoke: cfgmask/frontends/lark_meta_table.json is not in the wheel")
-    from cfgmask.frontends.json_schema import formats
-    if formats.table() is None or not formats.from_table("uri", True):
-        sys.exit("wheel smoke: cfgmask/frontends/json_schema/format_tables.json is missing or unused")
+    from cfgmask.frontends.json_schema import formats, strings
+    if not all(formats.from_table(name, True) for name in strings.FORMATS):
+        sys.exit("wheel smoke: cfgmask/frontends/json_schema/format_tables/*.json missing or unused")
     vocab = byte_vocab()
     # the compile-time Python modules come compiled in a wheel (setup.py), with the
     # record that lets cfgmask.compiled_python import them

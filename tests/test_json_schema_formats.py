@@ -252,16 +252,19 @@ def test_format_table_entries_equal_a_fresh_build():
     from cfgmask.automata.parse import REPEATS_SEEN
     from cfgmask.automata.pipeline import regex_to_dfa
     from cfgmask.frontends.json_schema import formats as F
-    data = F.table()
-    assert data is not None, f"{F.TABLE_FILE} is missing or unreadable"
-    if data["unidata_version"] != unicodedata.unidata_version:
+    tables = {name: F.table(name) for name in S.FORMATS}
+    missing = [name for name, t in tables.items() if t is None]
+    assert not missing, f"{F.TABLE_DIR}: no readable table for {missing}"
+    assert sorted(os.listdir(F.TABLE_DIR)) == sorted(f"{name}.json" for name in S.FORMATS)
+    made_for = {t["unidata_version"] for t in tables.values()}
+    if made_for != {unicodedata.unidata_version}:
         assert F._entry("uri", True) is None
-        pytest.skip(f"format_tables.json was made for Unicode {data['unidata_version']}, this Python "
-                    f"has {unicodedata.unidata_version}: rerun python -m tools.format_tables")
-    assert set(data["formats"]) == set(S.FORMATS)
-    for name, by_escapes in data["formats"].items():
-        assert set(by_escapes) == {"any", "canonical"}
-        for escapes, entry in by_escapes.items():
+        pytest.skip(f"format_tables/ was made for Unicode {made_for}, this Python has "
+                    f"{unicodedata.unidata_version}: rerun python -m tools.format_tables")
+    for name, data in tables.items():
+        assert data["format"] == name
+        for escapes in ("any", "canonical"):
+            entry = data[escapes]
             canonical = escapes == "canonical"
             assert json.loads(json.dumps(F.build_entry(name, canonical))) == entry, (name, escapes)
             rx = S.text_regex(S.FORMATS[name], canonical)
@@ -294,11 +297,11 @@ def test_format_table_is_used_only_when_its_key_matches(monkeypatch):
     assert memo.remembered_dfa(rx2) is None and F.width("uuid") == (8, 8)
     # another table format, or no table file: not used either
     monkeypatch.setitem(S.FORMATS, "uuid", uuid)
-    for attr, value in (("TABLE_FORMAT", F.TABLE_FORMAT + 1), ("TABLE_FILE", F.TABLE_FILE + ".missing")):
+    for attr, value in (("TABLE_FORMAT", F.TABLE_FORMAT + 1), ("TABLE_DIR", F.TABLE_DIR + ".missing")):
         _fresh_format_memos(monkeypatch)
         with monkeypatch.context() as m:
             m.setattr(F, attr, value)
-            assert F.table() is None and F._entry("uuid", True) is None
+            assert F.table("uuid") is None and F._entry("uuid", True) is None
             assert F.text("uuid", True) == rx and memo.remembered_dfa(rx) is None
     _fresh_format_memos(monkeypatch)
 

@@ -3,9 +3,10 @@
 ``strings.FORMATS`` holds fixed regexes, yet a new process rebuilt each one
 it met: the JSON text regex (``strings.text_regex``, up to 5 ms) and its
 automaton (the regex pipeline, 1-60 ms: uri ~20 ms, email ~14 ms on this
-project's 2-core machine).  ``format_tables.json`` beside this module (written by ``python -m
+project's 2-core machine).  ``format_tables/<format>.json`` beside this module (written by ``python -m
 tools.format_tables``; JSON, since a Python module of the same data took
-2.5-4 ms to compile on import, the JSON 0.2 ms to read) holds, per format and escapes, the text, the minimal
+2.5-4 ms to compile on import; one file per format, since reading all 97 KB
+cost a cheap format like uuid more than building it) holds, per format and escapes, the text, the minimal
 automaton, the width and the repeats the slices read.
 
 Invariants:
@@ -41,10 +42,11 @@ from cfgmask.automata.memo import memoise, remembered_dfa
 from cfgmask.automata.parse import REPEATS_SEEN
 from cfgmask.frontends.json_schema import strings as S
 
-__all__ = ["TABLE_FILE", "TABLE_FORMAT", "build_entry", "entry_key", "from_table", "table", "text", "width"]
+__all__ = ["TABLE_DIR", "TABLE_FORMAT", "build_entry", "entry_key", "from_table", "table", "text", "width"]
 
 TABLE_FORMAT = 1
-TABLE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "format_tables.json")
+# one file per format: a process reads only the formats it meets
+TABLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "format_tables")
 _ESCAPES = {False: "any", True: "canonical"}     # the table's name for ``canonical``
 
 
@@ -83,11 +85,11 @@ def width(name):
 
 
 @lru_cache(maxsize=None)
-def table():
-    """The table file's contents (read once), or None when it is missing or
-    unreadable: every format is then built as before."""
+def table(name):
+    """The table file of format ``name`` (read once), or None when it is missing,
+    unreadable or of another table format: the format is then built as before."""
     try:
-        with open(TABLE_FILE, encoding="utf-8") as f:
+        with open(os.path.join(TABLE_DIR, f"{name}.json"), encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, ValueError):
         return None
@@ -97,8 +99,8 @@ def table():
 @lru_cache(maxsize=None)
 def _entry(name, canonical):
     """The table's entry for ``(name, canonical)`` if its key matches, else None."""
-    data = table()
-    entry = data and data["formats"].get(name, {}).get(_ESCAPES[bool(canonical)])
+    data = table(name)
+    entry = data and data.get(_ESCAPES[bool(canonical)])
     if not entry or entry[0] != entry_key(name, canonical):
         return None
     return entry
