@@ -557,3 +557,11 @@ def test_repeats_recorded_by_the_pipeline_equal_a_walk_of_the_tree():
         assert first_occurrences(recorded) == first_occurrences(P.repeat_classes_walked(p)), p
         compared += 1 if recorded else 0
     assert compared > 30
+
+
+def test_count_bits_is_a_popcount():
+    from cfgmask.engine.slices import _count_bits
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 7, 6143, 16384):
+        packed = rng.integers(0, 256, n, dtype=np.uint8)
+        assert _count_bits(packed) == sum(bin(int(b)).count("1") for b in packed)

@@ -104,13 +104,16 @@ def _membership(s, trie, special, V, memo):
                          count=V).astype(np.bool_)
 
 
-# bits set in each byte value (np.bitwise_count needs numpy >= 2; we allow 1.26)
-_BYTE_POPCOUNT = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1)
-
-
-def _count_bits(packed):
-    """The number of set bits in a packed uint8 array."""
-    return int(_BYTE_POPCOUNT[packed].sum())
+if hasattr(np, "bitwise_count"):       # numpy >= 2
+    def _count_bits(packed):
+        """The number of set bits in a packed uint8 array (a popcount per byte:
+        7 us on SmolLM2's 6 KB sets, where a table lookup took 24 us, and sql.lark
+        counts 76 of them)."""
+        return int(np.bitwise_count(packed).sum(dtype=np.int64))
+else:                                  # numpy 1.26, which we allow
+    def _count_bits(packed):
+        """The number of set bits in a packed uint8 array."""
+        return int(np.count_nonzero(np.unpackbits(packed)))
 
 
 def _packed_membership(s, trie, special, V, memo):
