@@ -55,7 +55,7 @@ def _extensions():
         "embedsignature": True,
     }
     mods = ["_lexer", "_earley", "_runtime", "_matcher", "_thompson", "_automata", "_minimal", "_reparse",
-            "_slicewalk"]
+            "_slicewalk", "_larklex"]
     # no OpenMP: batch fills run on the runtime's own pool (_fast/_pool.h), which
     # sleeps instead of spinning; libgomp's spin policy is fixed by whoever loads it first
     exts = [

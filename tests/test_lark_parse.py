@@ -361,6 +361,51 @@ def test_mutations_many():
         _run_mutations(5000, seed=seed)
 
 
+# ---------------------------------------------------------------- the compiled scanner
+
+def _scans(src):
+    """(compiled, regex) tokens of ``src``: kinds, starts, ends, ERR tokens included."""
+    return (lark_parse._larklex.scan(src, lark_parse._CODES), lark_parse._lex_regex(src))
+
+
+# characters whose classes differ between ASCII and Unicode (\s, \d), and each
+# token's first characters
+_SCAN_CHARS = _MUTATION_CHARS + "\u0661\u00a0\u2028\x0b\x0c\x1c\u0660'0%&=<;^$@`A"
+_SCAN_PIECES = ["%import", "%ignore", "%declare", "%override", "%extend", "%impor", "->", "..", "//",
+                "#", "/x/i", "/a\\/b/", '"a\\"b"i', "!?a", "?!_", "?a", "!?", "?!", "\\ \n",
+                "\r\n |", "\n\u00a0|", "+1", "-12", "\u0661\u0662", "_A", "_a", "_9", "a.1", "~ 2..3"]
+
+
+@pytest.mark.parametrize("path", LOCAL_FILES, ids=lambda p: os.path.relpath(p, os.path.dirname(ROOT)))
+def test_compiled_scanner_equals_the_regex_on_grammars(path):
+    text = _read(path) + "\n"
+    ours, ref = _scans(text)
+    assert ours == ref
+
+
+def test_compiled_scanner_equals_the_regex_on_random_text():
+    rng = random.Random(7)
+    bases = _mutation_bases()
+    for n in range(4000):
+        if n % 2:
+            text = "".join(rng.choice(_SCAN_PIECES) if rng.random() < 0.3 else rng.choice(_SCAN_CHARS)
+                           for _ in range(rng.randint(0, 40)))
+        else:
+            text = rng.choice(bases)
+            for _ in range(rng.randint(1, 4)):
+                text = _mutate(text, rng)
+        ours, ref = _scans(text)
+        assert ours == ref, text
+
+
+def test_pure_lex_env_reads_with_the_regex(monkeypatch):
+    text = 'start: "a" /b/i -> x\n%ignore " "\n'
+    monkeypatch.setenv(lark_parse.PURE_ENV, "1")
+    assert lark_parse._lex(text) == lark_parse._lex_regex(text)
+    with pytest.raises(Unsupported, match="no token at offset 7"):
+        lark_parse._lex("start: \x0b")
+
+
 # ---------------------------------------------------------------- install()
 
 @pytest.fixture

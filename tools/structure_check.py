@@ -56,7 +56,7 @@ LAYERS = [
     # the regex pipeline's compile-time kernels: C, but not the run time
     ("cfgmask._fast._thompson", "kernels"), ("cfgmask._fast._automata", "kernels"),
     ("cfgmask._fast._minimal", "kernels"),
-    ("cfgmask._fast._reparse", "kernels"),
+    ("cfgmask._fast._reparse", "kernels"), ("cfgmask._fast._larklex", "kernels"),
     # inline C functions and typedefs (cimported, compiled into each user): the base of both
     ("cfgmask._fast._hash", "base"), ("cfgmask._fast._mem", "base"), ("cfgmask._fast._types", "base"),
     ("cfgmask.engine", "engine"),
@@ -75,7 +75,8 @@ MAY_IMPORT = {
     # the IR's alternate constructors (Grammar.from_lark, .builtin, ...) hand
     # over to the front ends, which build the IR through the class they are given
     "ir": {"base", "frontends"},
-    "frontends": {"base", "automata"},
+    # lark_parse reads .lark text with the compiled scanner (_fast/_larklex)
+    "frontends": {"base", "automata", "kernels"},
     "runtime": {"base"},
     "engine": {"base", "automata", "ir", "runtime"},
     "integrations": {"base", "automata", "ir", "frontends", "runtime", "engine"},

@@ -6,8 +6,9 @@ LALR parser for Lark's meta grammar (``TERMINALS`` / ``RULES`` at the top of
 then rewrites ``terminal`` / ``nonterminal`` nodes into symbols
 (``PrepareGrammar``).  On a large grammar most of that time is per-token and
 per-node overhead of the generic machinery.  :func:`parse_grammar_text` reads
-the same language with one compiled scanner regex and a recursive-descent
-parser written for that one grammar, and builds the final tree directly.
+the same language with one scanner (C, ``_fast/_larklex.pyx``; a regex,
+:func:`_lex_regex`, is its reference) and a recursive-descent parser written
+for that one grammar, and builds the final tree directly.
 
 Invariants:
 
@@ -34,8 +35,11 @@ Invariants:
 (lark 1.3.x only), falling back to the original on :class:`Unsupported`.
 """
 
+import os
 import re
 from bisect import bisect_left
+
+from cfgmask._fast import _larklex
 
 __all__ = ["Unsupported", "parse_grammar_text", "install", "MAX_DEPTH"]
 
@@ -132,6 +136,11 @@ _KIND = {name: n for n, name in enumerate(_NAMES) if name is not None}
  IGNORE, IMPORT, RULE_MODIFIERS, DOTDOT, TO, OP, DOT, LBRA, LBRACE, LPAR, OR,
  RBRA, RBRACE, RPAR, TILDE, COLON, COMMA, END) = (_KIND[n] for n, _ in _SIGNIFICANT + (("$END", 0),))
 ERR = len(_NAMES) - 1
+# the kind numbers in the order the compiled scanner (``_fast/_larklex.pyx``) takes them
+_CODES = (REGEXP, STRING, RULE, TERMINAL, NL_OR, NL, NUMBER, OVERRIDE, DECLARE, EXTEND, IGNORE, IMPORT,
+          RULE_MODIFIERS, DOTDOT, TO, OP, DOT, LBRA, LBRACE, LPAR, OR, RBRA, RBRACE, RPAR, TILDE,
+          COLON, COMMA, END, ERR)
+PURE_ENV = "CFGMASK_PURE_LARK_LEX"     # "1": the scanner regex (the reference) instead of C
 
 # Kinds that can begin an ``expr`` (FIRST(atom)).
 _ATOM_START = frozenset((LPAR, LBRA, TERMINAL, RULE, STRING, REGEXP))
@@ -148,12 +157,32 @@ def _compiled():
 
 
 def _lex(src):
-    """``(matches, kinds)`` of the tokens Lark's lexer keeps, the last one END."""
-    matches = list(_compiled()[0].finditer(src))
-    kinds = [m.lastindex for m in matches]
+    """``(kinds, starts, ends)`` of the tokens Lark's lexer keeps (the span of each
+    token's text), the last one END: by the compiled scanner
+    (``_fast/_larklex.pyx``: the scanner regex took ~540 instructions a byte,
+    25 ms of javascript.lark's 358 KB), or by :func:`_lex_regex`, its
+    reference, when ``CFGMASK_PURE_LARK_LEX=1`` (read at every call);
+    tests/test_lark_parse.py compares the two."""
+    if os.environ.get(PURE_ENV) == "1":
+        kinds, starts, ends = _lex_regex(src)
+    else:
+        kinds, starts, ends = _larklex.scan(src, _CODES)
     if ERR in kinds:
-        raise Unsupported("no token at offset %d" % matches[kinds.index(ERR)].start(ERR))
-    return matches, kinds
+        raise Unsupported("no token at offset %d" % starts[kinds.index(ERR)])
+    return kinds, starts, ends
+
+
+def _lex_regex(src):
+    """:func:`_lex` by one ``re.finditer`` of the scanner regex (each token's kind
+    is the group that closed last, ``m.lastindex``)."""
+    kinds, starts, ends = [], [], []
+    for m in _compiled()[0].finditer(src):
+        k = m.lastindex
+        s, e = m.span(k)
+        kinds.append(k)
+        starts.append(s)
+        ends.append(e)
+    return kinds, starts, ends
 
 
 def parse_grammar_text(text, name=None, start="start"):
@@ -174,16 +203,19 @@ def _parse(text):
     from lark.tree import Meta, Tree
 
     src = text + "\n"  # as Lark does
-    matches, kinds = _lex(src)
+    kinds, starts, ends = _lex(src)
     if len(kinds) < 2:
         raise Unsupported("no items")  # start: _item+
     kinds.append(END)  # lookahead past the end stays in range
     newlines = [m.start() for m in _compiled()[1].finditer(src)]
     names = _NAMES
 
+    def text_of(i):
+        return src[starts[i]:ends[i]]
+
     def tok(i):
         k = kinds[i]
-        s, e = matches[i].span(k)
+        s, e = starts[i], ends[i]
         value = src[s:e]
         n = bisect_left(newlines, s)
         col = s - (newlines[n - 1] + 1 if n else 0) + 1
@@ -196,19 +228,19 @@ def _parse(text):
         # kinds[i] is RULE, kinds[i + 1] LBRACE
         if depth >= MAX_DEPTH:
             raise Unsupported("nesting too deep")
-        args = [NonTerminal(matches[i][RULE])]
+        args = [NonTerminal(text_of(i))]
         i += 2
         while True:
             k = kinds[i]
             if k == TERMINAL:
-                nm = matches[i][k]
+                nm = text_of(i)
                 v = Tree("value", [Terminal(nm, nm[0] == "_")], Meta())
                 i += 1
             elif k == RULE:
                 if kinds[i + 1] == LBRACE:
                     v, i = template_usage(i, depth + 1)
                 else:
-                    v = Tree("value", [NonTerminal(matches[i][k])], Meta())
+                    v = Tree("value", [NonTerminal(text_of(i))], Meta())
                     i += 1
             elif k == STRING and kinds[i + 1] == DOTDOT:
                 if kinds[i + 2] != STRING:
@@ -235,14 +267,14 @@ def _parse(text):
             k = kinds[i]
             while k in _ATOM_START:
                 if k == TERMINAL:
-                    nm = matches[i][k]
+                    nm = text_of(i)
                     atom = Tree("value", [Terminal(nm, nm[0] == "_")], Meta())
                     i += 1
                 elif k == RULE:
                     if kinds[i + 1] == LBRACE:
                         atom, i = template_usage(i, depth)
                     else:
-                        atom = Tree("value", [NonTerminal(matches[i][k])], Meta())
+                        atom = Tree("value", [NonTerminal(text_of(i))], Meta())
                         i += 1
                 elif k == STRING and kinds[i + 1] == DOTDOT:
                     if kinds[i + 2] != STRING:
@@ -286,7 +318,7 @@ def _parse(text):
             if k == TO:
                 if kinds[i + 1] != RULE:
                     raise Unsupported("expected a rule name after ->")
-                alt = Tree("alias", [alt, NonTerminal(matches[i + 1][RULE])], Meta())
+                alt = Tree("alias", [alt, NonTerminal(text_of(i + 1))], Meta())
                 i += 2
                 k = kinds[i]
             alts.append(alt)
@@ -396,10 +428,10 @@ def _parse(text):
         while True:
             k = kinds[i]
             if k == TERMINAL:
-                nm = matches[i][k]
+                nm = text_of(i)
                 syms.append(Terminal(nm, nm[0] == "_"))
             elif k == RULE:
-                syms.append(NonTerminal(matches[i][k]))
+                syms.append(NonTerminal(text_of(i)))
             else:
                 break
             i += 1
@@ -412,9 +444,10 @@ def _parse(text):
     finally:
         # the helpers call each other through their closure cells, a cycle that
         # only the cyclic collector frees: emptied here, the lists it holds (a
-        # match per token) die now, not in a collection of ~20 ms after
+        # span per token) die now, not in a collection of ~20 ms after
         # javascript.lark's load
-        matches.clear()
+        starts.clear()
+        ends.clear()
         kinds.clear()
         newlines.clear()
 
