@@ -306,6 +306,22 @@ def test_format_table_is_used_only_when_its_key_matches(monkeypatch):
     _fresh_format_memos(monkeypatch)
 
 
+def test_damaged_format_table_entry_is_built_instead(monkeypatch):
+    from cfgmask.automata import memo
+    from cfgmask.frontends.json_schema import formats as F
+    good = F._entry("uri", True)
+    for i, junk in ((3, "not base64!"), (4, "eJwDAAAAAAE="), (2, "AAAA")):    # text, automaton, repeats
+        _fresh_format_memos(monkeypatch)
+        damaged = list(good)
+        damaged[i] = junk
+        with monkeypatch.context() as m:
+            m.setattr(F, "_entry", lambda name, canonical, d=damaged: d)
+            rx = F.text("uri", True)
+        assert rx == S.text_regex(S.FORMATS["uri"], True)
+        assert i == 2 or memo.remembered_dfa(rx) is None      # nothing decoded was kept
+    _fresh_format_memos(monkeypatch)
+
+
 @pytest.mark.parametrize("escapes", ["canonical", "any"])
 def test_format_grammars_from_the_table_equal_built_ones(monkeypatch, escapes):
     """A schema with every format (and one negated) gives the same grammar, lexer

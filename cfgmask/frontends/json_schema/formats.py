@@ -48,6 +48,8 @@ TABLE_FORMAT = 1
 # one file per format: a process reads only the formats it meets
 TABLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "format_tables")
 _ESCAPES = {False: "any", True: "canonical"}     # the table's name for ``canonical``
+# what decoding a damaged entry raises (base64's binascii.Error is a ValueError)
+_DAMAGED = (ValueError, TypeError, IndexError, KeyError, zlib.error, struct.error)
 
 
 def entry_key(name, canonical):
@@ -62,15 +64,17 @@ def text(name, canonical):
     """``strings.text_regex(FORMATS[name], canonical)``; from the table when it
     has the entry, which also puts the automaton and its repeats in the memos
     ``compile_regex`` and the slices read."""
-    entry = _entry(name, canonical)
-    if entry is None:
-        return S.text_regex(S.FORMATS[name], canonical)
-    rx = _text_of(name, canonical)
-    if remembered_dfa(rx) is None:
-        memoise(rx, _dfa_of(name, canonical, rx))
-    if REPEATS_SEEN.get(rx) is None:
-        REPEATS_SEEN.put(rx, _repeats_of(name, canonical))
-    return rx
+    if _entry(name, canonical) is not None:
+        try:
+            rx = _text_of(name, canonical)
+            if remembered_dfa(rx) is None:
+                memoise(rx, _dfa_of(name, canonical, rx))
+            if REPEATS_SEEN.get(rx) is None:
+                REPEATS_SEEN.put(rx, _repeats_of(name, canonical))
+            return rx
+        except _DAMAGED:
+            pass        # an entry that does not decode: built as before
+    return S.text_regex(S.FORMATS[name], canonical)
 
 
 def from_table(name, canonical):
