@@ -44,6 +44,10 @@ def main():
     args = ap.parse_args()
     if args.child:
         return child(*args.child)
+    unknown = [f for f in args.formats if f not in FORMATS]
+    if unknown or args.rounds < 1:
+        ap.error(f"unknown formats {unknown} (known: {', '.join(FORMATS)})" if unknown
+                 else f"--rounds must be at least 1, got {args.rounds}")
     print("| format | built ms | table ms | ratio |\n|---|--:|--:|--:|")
     for fmt in args.formats:
         got = {"built": [], "table": []}

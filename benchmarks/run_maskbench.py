@@ -586,6 +586,8 @@ def main(argv=None):
         # (same file layout) in the shared corpora
         args.data = os.path.join(os.environ.get("CFGMASK_CORPORA", os.path.join(
             os.path.dirname(ROOT), "shared", "corpora")), "json", "jsonschemabench-public")
+    if args.format_sample is not None and args.format_sample < 1:
+        ap.error(f"--format-sample needs at least 1 schema, got {args.format_sample}")
     names, missing = data_files(args.data, args.jsb_git)
     if args.files:
         chosen, how = sorted(args.files), "files"
@@ -600,7 +602,7 @@ def main(argv=None):
         args.timeout = min(args.timeout, 30.0)
     elif args.full:
         chosen, how = names, "full"
-    elif args.format_sample:
+    elif args.format_sample is not None:
         chosen = format_sample(args.data, names, args.format_sample)
         how = f"{len(chosen)} schemas asserting a format"
     else:

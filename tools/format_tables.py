@@ -35,8 +35,6 @@ Run: ``python -m tools.format_tables``.
 import json
 import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 def main():
     import shutil

@@ -132,14 +132,13 @@ def _layout():
 
 _SOURCE, _NAMES = _layout()
 _KIND = {name: n for n, name in enumerate(_NAMES) if name is not None}
+ERR = len(_NAMES) - 1
+# the kind numbers in token order, END and ERR last: the order the compiled
+# scanner (``_fast/_larklex.pyx``) takes them in
+_CODES = tuple(_KIND[n] for n, _ in _SIGNIFICANT + (("$END", 0),)) + (ERR,)
 (REGEXP, STRING, RULE, TERMINAL, NL_OR, NL, NUMBER, OVERRIDE, DECLARE, EXTEND,
  IGNORE, IMPORT, RULE_MODIFIERS, DOTDOT, TO, OP, DOT, LBRA, LBRACE, LPAR, OR,
- RBRA, RBRACE, RPAR, TILDE, COLON, COMMA, END) = (_KIND[n] for n, _ in _SIGNIFICANT + (("$END", 0),))
-ERR = len(_NAMES) - 1
-# the kind numbers in the order the compiled scanner (``_fast/_larklex.pyx``) takes them
-_CODES = (REGEXP, STRING, RULE, TERMINAL, NL_OR, NL, NUMBER, OVERRIDE, DECLARE, EXTEND, IGNORE, IMPORT,
-          RULE_MODIFIERS, DOTDOT, TO, OP, DOT, LBRA, LBRACE, LPAR, OR, RBRA, RBRACE, RPAR, TILDE,
-          COLON, COMMA, END, ERR)
+ RBRA, RBRACE, RPAR, TILDE, COLON, COMMA, END) = _CODES[:-1]
 PURE_ENV = "CFGMASK_PURE_LARK_LEX"     # "1": the scanner regex (the reference) instead of C
 
 # Kinds that can begin an ``expr`` (FIRST(atom)).
