@@ -661,7 +661,7 @@ def _has_top_level_bar(rx):
     return False
 
 
-def ungrouped_alternations(parser):
+def ungrouped_alternations(parser, prune=True):
     """``[(terminal, piece, Lark's pattern)]`` for every terminal of the loaded
     grammar (a :class:`LoadedGrammar` or ``lark.Lark``) in which a regex ``piece`` with a top-level ``|`` is joined
     with other pieces (directly, in parentheses or through a terminal it
@@ -673,8 +673,15 @@ def ungrouped_alternations(parser):
     one-item sequence or a one-alternative group passes its item through
     unchanged.  A regex literal is the only item that can bring a top-level
     ``|`` into a join (a joined sequence inside one is reported where it is
-    joined first), so this looks for those on the resolved terminal trees, a
-    walk that visits shared subtrees once (javascript.lark: about 30 ms).
+    joined first), so this looks for those on the resolved terminal trees.
+
+    Terminals share subtrees (a referenced terminal's tree is shared by every
+    terminal that uses it), and one walk per terminal visited them again each
+    time: lg-sqlite's keyword terminals, spelled from one-letter terminals,
+    cost about 7 ms.  So one walk over all trees first marks the subtrees that
+    hold a joined bar piece, visiting each once, and only terminals that hold
+    one are walked in Lark's order for the report.  ``prune=False`` walks
+    every terminal (the tests' reference: the same list).
     """
     from lark import Token, Tree
 
@@ -694,10 +701,37 @@ def ungrouped_alternations(parser):
             bar_of[node.value] = body if not flagged and _has_top_level_bar(body) else None
         return bar_of[node.value]
 
+    holds_bar = {}   # id(subtree) -> whether a joined bar piece lies in it
+
+    def joins_bar(node):
+        return (node.data == "expansion" and len(node.children) > 1
+                and any(bar_piece(c) is not None for c in node.children))
+
+    def marks(root):
+        # post-order without recursion (a deep tree must not hit the recursion
+        # limit); `entered` guards a cycle, which Lark refuses before this point
+        stack, entered = [root], set()
+        while stack:
+            node = stack[-1]
+            if id(node) in holds_bar:
+                stack.pop()
+                continue
+            if id(node) not in entered:
+                entered.add(id(node))
+                stack.extend(c for c in node.children if isinstance(c, Tree)
+                             and id(c) not in holds_bar and id(c) not in entered)
+                continue
+            stack.pop()
+            holds_bar[id(node)] = joins_bar(node) or any(
+                holds_bar.get(id(c), False) for c in node.children if isinstance(c, Tree))
+        return holds_bar[id(root)]
+
     joined = {t.name: t.pattern.to_regexp() for t in parser.terminals}
     out = []
     for name, (tree, _priority) in parser.grammar.term_defs:
         if name not in joined:   # dropped by Lark: unused
+            continue
+        if prune and not marks(tree):
             continue
         pieces = [piece for sub in tree.iter_subtrees()
                   if sub.data == "expansion" and len(sub.children) > 1
