@@ -565,3 +565,42 @@ def test_count_bits_is_a_popcount():
     for n in (0, 1, 7, 6143, 16384):
         packed = rng.integers(0, 256, n, dtype=np.uint8)
         assert _count_bits(packed) == sum(bin(int(b)).count("1") for b in packed)
+
+
+def _brute_byte_reps(trans, class_of):
+    """Representative bytes by definition: the smallest alive byte of each
+    (lexer class, automaton column) pair, the column compared as a tuple."""
+    best = {}
+    for b in range(256):
+        column = tuple(int(x) for x in trans[:, b])
+        if all(x < 0 for x in column):
+            continue
+        best.setdefault((class_of[b], column), b)
+    return bytes(sorted(best.values()))
+
+
+def test_byte_reps_equal_their_definition():
+    """``Slice.byte_reps`` (what the runtime's containment product steps on),
+    the compiled kernel and its Python reference, against the definition, on
+    random automata with few distinct columns and random lexer partitions (up
+    to 256 classes), for a slice and a cross slice's tail."""
+    from cfgmask.automata.dfa import ByteDFA, byte_representatives_python
+    from cfgmask.automata.kernels import compiled
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        n = int(rng.integers(1, 6))
+        columns = rng.integers(-1, n, size=(n, int(rng.integers(1, 6))))
+        columns[:, 0] = -1                        # one column on which every state dies
+        trans = columns[:, rng.integers(0, columns.shape[1], size=256)].astype(np.int32)
+        dfa = ByteDFA(trans, np.ones(n, dtype=np.bool_), pattern="random", name="R")
+        s = SC.Slice("R", dfa, lead=0x20, tail=dfa) if trial % 2 else SC.Slice("R", dfa)
+        for k in (1, 3, 40, 256):
+            class_of = bytes(rng.integers(0, k, size=256).astype(np.uint8).tolist())
+            want = _brute_byte_reps(trans, class_of)
+            assert s.byte_reps(class_of, tail=bool(trial % 2)) == want
+            assert s.byte_reps(class_of, tail=bool(trial % 2)) == want   # memoised
+            # the compiled kernel and its Python reference, on what the slice gives them
+            alive, col_id = s._columns(bool(trial % 2))
+            assert byte_representatives_python(alive, col_id, class_of) == want
+            if compiled() is not None:
+                assert compiled().byte_representatives(alive, col_id, class_of) == want

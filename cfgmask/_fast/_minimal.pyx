@@ -27,6 +27,7 @@ Invariants:
 """
 
 from libc.stdlib cimport malloc, free, qsort
+from libc.string cimport memset
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from cfgmask._fast._mem cimport grow, grown
@@ -421,6 +422,29 @@ def column_classes(trans):
     for c in range(k):
         o[c] = b.class_of[c]
     return out.astype(dtype, copy=False), [b.rep[c] for c in range(nc)]
+
+
+def byte_representatives(const uint8_t[::1] alive, const uint8_t[::1] col_id,
+                         const uint8_t[::1] class_of):
+    """``Slice.byte_reps`` (its reference: ``slice_candidates.byte_representatives_python``):
+    of the bytes ``alive`` (ascending), the first of each (``class_of[b]``,
+    ``col_id[b]``) pair, as bytes.  ~1 µs against ~50 µs in Python, three or
+    more calls a compile."""
+    cdef uint64_t seen[1024]          # one bit per (class, column) pair: 65,536 pairs
+    cdef uint8_t out[256]
+    cdef Py_ssize_t i, n = 0
+    cdef uint32_t b, p
+    if col_id.shape[0] != 256 or class_of.shape[0] != 256:
+        raise ValueError("col_id and class_of need one entry per byte")
+    memset(seen, 0, sizeof(seen))
+    for i in range(min(alive.shape[0], 256)):
+        b = alive[i]
+        p = (<uint32_t>class_of[b] << 8) | col_id[b]
+        if not (seen[p >> 6] >> (p & 63)) & 1:
+            seen[p >> 6] |= (<uint64_t>1) << (p & 63)
+            out[n] = <uint8_t>b
+            n += 1
+    return (<char*>out)[:n]
 
 
 # ------------------------------------------------------------------ breadth-first numbering

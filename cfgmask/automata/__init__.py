@@ -41,7 +41,8 @@ engine (:mod:`cfgmask.engine`), the run time (the rest of ``_fast``) or
 """
 
 from cfgmask.automata.determinize import progress
-from cfgmask.automata.dfa import ByteDFA, CountedDFA, byte_classes, column_classes, has_cycle
+from cfgmask.automata.dfa import (ByteDFA, CountedDFA, byte_classes, byte_representatives,
+                                  column_classes, has_cycle)
 from cfgmask.automata.memo import build_cost, remember_dfa
 from cfgmask.automata.minimize import minimize_and_trim, renumber_bfs
 from cfgmask.automata.parse import (class_regex, parse_pattern, repeat_classes, sre_parse,
@@ -77,7 +78,7 @@ __all__ = [
     "compile_regex", "regex_to_dfa", "DEFAULT_MAX_STATES", "parse_pattern", "progress",
     "remember_dfa", "build_cost",
     # the automata
-    "ByteDFA", "CountedDFA", "byte_classes", "column_classes", "has_cycle",
+    "ByteDFA", "CountedDFA", "byte_classes", "byte_representatives", "column_classes", "has_cycle",
     # regex text
     "sre_parse", "unescaped_characters", "repeat_classes", "class_regex",
     # tables

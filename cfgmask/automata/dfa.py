@@ -253,6 +253,32 @@ def column_classes_python(trans):
     return class_of, representatives
 
 
+def byte_representatives(alive, col_id, class_of):
+    """Of the bytes ``alive`` (bytes, ascending), the first of each
+    (``class_of[b]``, ``col_id[b]``) pair, as bytes (``col_id`` and
+    ``class_of``: bytes, one entry per byte value): the bytes a containment
+    product of a slice automaton with a lexer needs to step on.  Computed in C
+    (``_fast._minimal.byte_representatives``: ~1 µs against ~50 µs in Python,
+    three or more calls a compile); :func:`byte_representatives_python` is the
+    reference."""
+    kernel = compiled()
+    if kernel is not None:
+        return kernel.byte_representatives(alive, col_id, class_of)
+    return byte_representatives_python(alive, col_id, class_of)
+
+
+def byte_representatives_python(alive, col_id, class_of):
+    """:func:`byte_representatives` in Python (the reference of the C kernel)."""
+    seen = set()
+    reps = bytearray()
+    for b in alive:
+        pair = (class_of[b] << 8) | col_id[b]
+        if pair not in seen:
+            seen.add(pair)
+            reps.append(b)
+    return bytes(reps)
+
+
 def byte_classes(dfas):
     """Partition the 256 byte values by how the given DFAs treat them.
 

@@ -38,6 +38,7 @@ KERNELS = SimpleNamespace(thompson=_thompson.thompson, subsets=_automata.subsets
                           utf8=_automata.utf8,
                           minimal=_minimal.minimal, bfs=_minimal.bfs,
                           column_classes=_minimal.column_classes,
+                          byte_representatives=_minimal.byte_representatives,
                           product=_minimal.product, live=_minimal.live, keep=_minimal.keep,
                           cycle=_minimal.cycle, stacked_columns=_minimal.stacked_columns)
 

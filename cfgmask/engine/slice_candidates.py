@@ -26,7 +26,8 @@ import re
 
 import numpy as np
 
-from cfgmask.automata import (ByteDFA, class_regex, column_classes, compile_regex, has_cycle,
+from cfgmask.automata import (ByteDFA, byte_representatives, class_regex, column_classes,
+                              compile_regex, has_cycle,
                               minimize_and_trim, renumber_bfs, repeat_classes, unescaped_characters)
 from cfgmask.cache import BoundedMemo
 from cfgmask.errors import GrammarError
@@ -132,11 +133,7 @@ class Slice:
         got = self._reps.get(key)
         if got is None:
             alive, col_id = self._columns(tail)
-            # (lexer class, column) pairs as one int; the smallest byte of each
-            pair = np.frombuffer(class_of, dtype=np.uint8).astype(np.int64) * 256 + col_id
-            idx = np.flatnonzero(alive)
-            _u, first = np.unique(pair[idx], return_index=True)
-            got = self._reps[key] = bytes(np.sort(idx[first]).astype(np.uint8).tolist())
+            got = self._reps[key] = byte_representatives(alive, col_id, class_of)
         return got
 
     def renamed(self, name):
@@ -154,18 +151,25 @@ class Slice:
         s.run_of = self.run_of
         return s
 
+    def warm(self):
+        """Compute the columns of its automaton (and tail) now, so that
+        :meth:`byte_reps` does only the lexer's share at a compile."""
+        self._columns(False)
+        if self.lead is not None:
+            self._columns(True)
+
     def _columns(self, tail):
-        """``(alive bool[256], column id int64[256])`` of the slice's automaton (or its
-        tail): bytes with equal columns in the transition table share an id, and a
-        byte on which every state dies is not alive.  Memoised: it does not depend
-        on the lexer."""
+        """``(alive bytes ascending, column id of each byte)`` of the slice's automaton
+        (or its tail), both as bytes: bytes with equal columns in the transition table
+        share an id, and a byte on which every state dies is not alive.  Memoised:
+        it does not depend on the lexer."""
         k = ("columns", tail)
         got = self._reps.get(k)
         if got is None:
             trans = np.asarray(self.tail.trans if tail else self.dfa.trans, dtype=np.int32)
-            alive = (trans >= 0).any(axis=0)
-            col_id = column_classes(trans)[0]      # the minimiser's column partition
-            got = self._reps[k] = (alive, col_id.astype(np.int64))
+            alive = np.flatnonzero((trans >= 0).any(axis=0)).astype(np.uint8).tobytes()
+            col_id = column_classes(trans)[0]      # the minimiser's column partition (uint8)
+            got = self._reps[k] = (alive, col_id.astype(np.uint8).tobytes())
         return got
 
     def key(self):
