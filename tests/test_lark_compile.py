@@ -376,6 +376,9 @@ _CORNERS = {
                       'A: "A"\n_B: "B"\n',
     "empty-duplicate": 'start: [a] | "z" | -> e\na: "a"\n',
     "empty-duplicate-alias": 'start: a\na: -> p | -> q\n',
+    # alternatives equal symbol for symbol (Symbol.__eq__: kind and name) are one
+    "duplicate-alternatives": 'start: ("a" | "a" | b | B) "c" | "a" "c" | b "c" -> x | (b | b) "d"\n'
+                              'b: "b"\nB: "b"\n',
     "unused-rules": 'start: "s"\nu1: u2 "x"\nu2: u1 | "y"\nchain: link\nlink: "l"\nself: self "s"\n',
     "anon-order": 'start: /a/ (/b/ (/c/ | /d/)) /e/ [/f/] "g" ("h" | ("i"))\n',
     "carriage-return": 'start: "a\rb" A\nA: "c\rd"\n',
