@@ -31,6 +31,21 @@ def test_every_package_is_listed():
     assert not missing, f"packages missing from pyproject.toml's packages list: {sorted(missing)}"
 
 
+def test_every_data_folder_is_listed():
+    """A folder under cfgmask/ without ``__init__.py`` (package data only, such as
+    the JSON Schema format tables) is listed too: setuptools otherwise ships it
+    through its parent's package-data with a "package would be ignored"
+    warning, and says a later version may leave it out."""
+    listed = _listed_packages(_pyproject())
+    unlisted = []
+    for dirpath, dirnames, _filenames in os.walk(os.path.join(ROOT, "cfgmask")):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        rel = os.path.relpath(dirpath, ROOT).replace(os.sep, ".")
+        if rel not in listed:
+            unlisted.append(rel)
+    assert not unlisted, f"folders missing from pyproject.toml's packages list: {sorted(unlisted)}"
+
+
 def test_dependencies_are_ranges():
     text = _pyproject()
     deps = re.findall(r'"([A-Za-z0-9_.\-]+(?:\[[^\]]*\])?\s*==[^"]*)"', text)
