@@ -426,7 +426,7 @@ def column_classes(trans):
 
 def byte_representatives(const uint8_t[::1] alive, const uint8_t[::1] col_id,
                          const uint8_t[::1] class_of):
-    """``Slice.byte_reps`` (its reference: ``slice_candidates.byte_representatives_python``):
+    """``automata.dfa.byte_representatives`` (its reference: ``byte_representatives_python``):
     of the bytes ``alive`` (ascending), the first of each (``class_of[b]``,
     ``col_id[b]``) pair, as bytes.  ~1 µs against ~50 µs in Python, three or
     more calls a compile."""
