@@ -27,9 +27,11 @@ usage:
       [--grammars json,sql,javascript] [--modes lazy,eager]
 """
 import argparse
+import atexit
 import gc
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -102,6 +104,7 @@ def main(argv=None):
         ap.error("give two checkouts, A and B")
     from benchmarks.run_ttfm import dump_vocab
     tmp = tempfile.mkdtemp(prefix="cfgmask-ab-automata-")
+    atexit.register(shutil.rmtree, tmp, True)   # scratch: never left in /tmp
     dump = os.path.join(tmp, "smollm2.npz")
     dump_vocab("smollm2", dump)
     cells = [("idents",)] + [("grammar", dump, g, m) for g in args.grammars.split(",")

@@ -22,9 +22,11 @@ usage:
   python -m benchmarks.ab_reparse [--rounds 9] [--grammars sql,javascript] [--slices lazy]
 """
 import argparse
+import atexit
 import gc
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -108,6 +110,7 @@ def main(argv=None):
         return
     from benchmarks.run_ttfm import dump_vocab
     tmp = tempfile.mkdtemp(prefix="cfgmask-ab-reparse-")
+    atexit.register(shutil.rmtree, tmp, True)   # scratch: never left in /tmp
     dump = os.path.join(tmp, "smollm2.npz")
     dump_vocab("smollm2", dump)
     grammars = args.grammars.split(",")

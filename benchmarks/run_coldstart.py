@@ -35,9 +35,11 @@ stdout, no llguidance needed.
 """
 
 import argparse
+import atexit
 import gc
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -265,6 +267,7 @@ def main():
     specs = grammar_specs(a.mirror_dir, a.grammar_dir, a.smoke)
     names = [s[0] for s in specs if not a.only or s[0] in a.only]
     tmp = tempfile.mkdtemp(prefix="cfgmask-coldstart-")
+    atexit.register(shutil.rmtree, tmp, True)   # scratch: never left in /tmp
     dump = os.path.join(tmp, f"{a.tokenizer}.npz")
     from benchmarks.run_ttfm import dump_vocab
     dump_vocab(a.tokenizer, dump)

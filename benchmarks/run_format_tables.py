@@ -11,8 +11,10 @@ table file), in alternating order.  Reported: the medians and their ratio
 usage: python -m benchmarks.run_format_tables [--rounds 7] [--formats uri email ...]
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -21,7 +23,8 @@ import time
 
 
 def child(fmt, mode):
-    os.environ["CFGMASK_CACHE_DIR"] = tempfile.mkdtemp(prefix="cfgmask-format-tables-")
+    os.environ["CFGMASK_CACHE_DIR"] = cache = tempfile.mkdtemp(prefix="cfgmask-format-tables-")
+    atexit.register(shutil.rmtree, cache, True)   # scratch: never left in /tmp
     import cfgmask
     import cfgmask.frontends.json_schema  # noqa: F401  (imports untimed)
     from cfgmask.frontends.json_schema import formats

@@ -66,6 +66,7 @@ from those files (TTFM alone for a run without the ``.npz``).
 """
 
 import argparse
+import atexit
 import collections
 import hashlib
 import json
@@ -73,6 +74,7 @@ import multiprocessing as mp
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -609,6 +611,7 @@ def main(argv=None):
         chosen, how = stratified_sample(names, args.sample), f"stratified sample of {args.sample}"
 
     cache_dir = tempfile.mkdtemp(prefix="cfgmask-maskbench-cache-")
+    atexit.register(shutil.rmtree, cache_dir, True)   # scratch: never left in /tmp
     os.environ["CFGMASK_CACHE_DIR"] = cache_dir  # inherited by the child: an empty cache
     child = Child(engines, args.cold)
     records, masks = {}, {e: [] for e in engines}

