@@ -450,6 +450,69 @@ def test_partition_tries_equal_one_filtered_trie_per_part(tokenizer):
             assert a.dtype == b.dtype and np.array_equal(a, b), k
 
 
+def test_trie_membership_marks_duplicates_and_skips_specials():
+    """The compiled walk marks every id of a duplicated byte string (the
+    ``token_same_next`` chain) and skips special ids, also inside a chain,
+    against the token-by-token reference, on random vocabularies and automata."""
+    from cfgmask.automata.dfa import ByteDFA
+    from cfgmask.engine.trie import TokTrie
+    rng = np.random.default_rng(17)
+    for _ in range(40):
+        words = [bytes(rng.integers(97, 101, rng.integers(1, 6)).tolist()) for _ in range(60)]
+        tb = [words[rng.integers(0, len(words))] if rng.random() > 0.1 else None for _ in range(300)]
+        trie = TokTrie.from_token_bytes(tb)
+        assert (np.asarray(trie.token_same_next) >= 0).any()        # duplicates are chained
+        special = (rng.random(len(tb)) < 0.2).astype(np.uint8)
+        n_states = int(rng.integers(1, 8))
+        trans = rng.integers(-1, n_states, (n_states, 256)).astype(np.int32)
+        trans[:, 97:101] = np.where(rng.random((n_states, 4)) < 0.8,
+                                    rng.integers(0, n_states, (n_states, 4)), -1)
+        dfa = ByteDFA(trans, np.ones(n_states, dtype=np.bool_))
+        flat = np.frombuffer(b"".join(b or b"" for b in tb), np.uint8)
+        offsets = np.concatenate([[0], np.cumsum([len(b or b"") for b in tb])]).astype(np.int64)
+        for lead in (None, 0x61):
+            got = W.trie_membership(dfa, trie, special, lead)
+            assert (got == W.token_membership(dfa, flat, offsets, special, lead)).all()
+            assert (got == W.trie_membership_levels(dfa, trie, special, lead)).all()
+
+
+def _first_broken_node(depth, end):
+    """The trie layout check, node by node (the reference of partition_forest's)."""
+    n = len(depth)
+    for i in range(n):
+        if end[i] <= i or end[i] > n or depth[i] < 0 or (i > 0 and (depth[i] == 0 or depth[i] > depth[i - 1] + 1)):
+            return i
+    return None
+
+
+def test_partition_forest_refuses_a_broken_layout_naming_the_first_broken_node():
+    """The layout check (branch-free, with a second pass for the culprit) names
+    the same node as the plain check, for each way a layout can break."""
+    from cfgmask._fast._slicewalk import partition_forest as forest_c
+    trie = V.smollm2_vocab().prepared().trie
+    base = [np.array(a, copy=True) for a in (trie.node_byte, trie.node_depth, trie.node_token,
+                                              trie.node_subtree_end)]
+    part = np.zeros(trie.vocab_size, np.uint8)
+    rng = np.random.default_rng(11)
+    n = len(base[0])
+    breaks = [("end", lambda i, d, e: e.__setitem__(i, i)), ("end", lambda i, d, e: e.__setitem__(i, n + 1)),
+              ("depth", lambda i, d, e: d.__setitem__(i, -1)), ("depth", lambda i, d, e: d.__setitem__(i, 0)),
+              ("depth", lambda i, d, e: d.__setitem__(i, d[i - 1] + 2)),
+              ("depth", lambda i, d, e: d.__setitem__(i, np.iinfo(np.int32).max))]
+    for what, brk in breaks:
+        for i in sorted(set(rng.integers(1, n, 3).tolist()) | {n - 1}):
+            b, d, t, e = (a.copy() for a in base)
+            brk(i, d, e)
+            want = _first_broken_node(d.tolist(), e.tolist())
+            assert want is not None and want <= i
+            with pytest.raises(ValueError, match=rf"node {want} breaks the trie layout"):
+                forest_c(b, d, t, e, part, 1)
+    b, d, t, e = (a.copy() for a in base)
+    d[0] = -1
+    with pytest.raises(ValueError, match="node 0 breaks"):
+        forest_c(b, d, t, e, part, 1)
+
+
 def _packed_walk(dfa, prepared, lead=None):
     """A slice automaton's tokens by the trie walk alone, packed as the memo keeps them."""
     V = prepared.vocab.vocab_size

@@ -244,3 +244,19 @@ def test_nearest_smaller_helpers_match_brute_force():
             prv = [next((j for j in range(i - 1, -1, -1) if v[j] < v[i]), -1) for i in range(size)]
             assert _next_le(v).tolist() == nxt
             assert _prev_lt(v).tolist() == prv
+
+
+def test_node_dups_marks_exactly_the_nodes_whose_token_has_duplicates():
+    """``TokTrie.node_dups`` (built from the chained ids) against its definition
+    (``token_same_next`` of each node's ``node_token``), on random vocabularies
+    with duplicates and missing tokens."""
+    rng = np.random.default_rng(23)
+    for _ in range(100):
+        words = [bytes(rng.integers(97, 100, rng.integers(1, 5)).tolist()) for _ in range(30)]
+        tb = [words[rng.integers(0, 30)] if rng.random() > 0.1 else None for _ in range(120)]
+        trie = TokTrie.from_token_bytes(tb)
+        tok = np.asarray(trie.node_token)
+        want = np.zeros(trie.n_nodes, dtype=np.uint8)
+        want[tok >= 0] = np.asarray(trie.token_same_next)[tok[tok >= 0]] >= 0
+        assert want.any()
+        assert np.array_equal(trie.node_dups(), want)

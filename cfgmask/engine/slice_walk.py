@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from cfgmask._fast._slicewalk import live_nodes, live_tokens
+from cfgmask._fast._slicewalk import live_token_mask
 from cfgmask._fast._slicewalk import partition_forest as _partition_forest_c
 
 
@@ -35,10 +35,13 @@ def trie_membership(dfa, trie, special, lead=None):
     (``CFGMASK_PURE_SLICES=1``)."""
     if os.environ.get("CFGMASK_PURE_SLICES") == "1":
         return trie_membership_levels(dfa, trie, special, lead)
-    live = live_nodes(np.ascontiguousarray(dfa.trans, dtype=np.int32), trie.node_byte, trie.node_depth,
-                      trie.node_subtree_end, trie.max_depth)
-    return live_tokens(live, trie.token_node, np.ascontiguousarray(special, dtype=np.uint8),
-                       trie.node_depth, 1 if lead is None else 2)
+    V = trie.vocab_size
+    allowed = np.ones(V, dtype=np.uint8)      # ids past ``special`` are not special
+    n = min(V, len(special))
+    allowed[:n] = np.asarray(special[:n]) == 0
+    return live_token_mask(np.ascontiguousarray(dfa.trans, dtype=np.int32), trie.node_byte,
+                           trie.node_depth, trie.node_subtree_end, trie.node_token, trie.node_dups(),
+                           trie.token_same_next, allowed, trie.max_depth, 1 if lead is None else 2)
 
 
 def _members(live, trie, special, lead):
