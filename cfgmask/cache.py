@@ -190,11 +190,12 @@ def _aligned(n):
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
-def store(kind, key, meta, arrays, digest=None, *, background=False):
+def store(kind, key, meta, arrays, digest=None, *, background=False, canonical_key=None):
     """Write one entry; returns True on success (False: disabled or an OS error).
 
     ``meta`` is a JSON-able dict, ``arrays`` a dict of name -> numpy array
-    (numeric dtypes; written C-contiguous); ``digest`` as for :func:`entry_path`.
+    (numeric dtypes; written C-contiguous); ``digest`` as for :func:`entry_path`;
+    ``canonical_key``: the key's canonical JSON, when the caller has it already.
 
     ``background``: serialise now (a snapshot of the arrays), checksum and write
     on this process's writer thread, and return True at once (see
@@ -224,7 +225,9 @@ def store(kind, key, meta, arrays, digest=None, *, background=False):
         if pad:
             chunks.append(b"\0" * pad)
         pos += a.nbytes + pad
-    header = json.dumps({"format": FORMAT_VERSION, "kind": kind, "key": _canonical(key),
+    if canonical_key is None:
+        canonical_key = _canonical(key)
+    header = json.dumps({"format": FORMAT_VERSION, "kind": kind, "key": canonical_key,
                          "meta": meta, "arrays": table},
                         sort_keys=True, separators=(",", ":")).encode()
     head_pad = _aligned(_PREFIX.size + len(header)) - _PREFIX.size - len(header)
@@ -377,10 +380,10 @@ def _entry_file(kind, key, digest):
     return os.path.join(d, kind, f"{(digest or key_digest(key))[:40]}.cfgm")
 
 
-def load(kind, key, digest=None, validate=None):
+def load(kind, key, digest=None, validate=None, canonical_key=None):
     """``(meta, arrays)`` of a valid entry, or ``None`` (missing, disabled, or failing
     any check; see the module docstring).  Arrays are read-only.  ``digest`` as
-    for :func:`entry_path`.
+    for :func:`entry_path`, ``canonical_key`` as for :func:`store`.
 
     ``validate(meta, arrays)``: the artefact's own checks (dtypes, shapes, value
     ranges); it returns false or raises (ValueError, TypeError, KeyError,
@@ -398,7 +401,7 @@ def load(kind, key, digest=None, validate=None):
         _count("misses" if data is None else "rejected")
         return None
     try:
-        got = _parse(data, kind, _canonical(key))
+        got = _parse(data, kind, canonical_key if canonical_key is not None else _canonical(key))
         if got is not None and validate is not None and not validate(*got):
             got = None
     except _BAD_ENTRY:
@@ -601,15 +604,19 @@ def cached_build(kind, key, build, *, memo=None, memory_key=None, validate=None,
             return got[0], got[1], "memory"
     if callable(key):
         key = key()
-    digest = None
+    digest = canonical = None
     if key is not None:
-        digest = key_digest(key)
+        # one canonical JSON for the digest, the check of a hit and the header of
+        # a new entry: a grammar's key holds its text (javascript.lark: 375 KB,
+        # ~1.5 ms a pass)
+        canonical = _canonical(key)
+        digest = hashlib.sha256(canonical.encode()).hexdigest()
         if memo is not None and memory_key is None:
             memory_key = digest
             got = memo.get(memory_key)
             if got is not None:
                 return got[0], got[1], "memory"
-        got = load(kind, key, digest, validate)
+        got = load(kind, key, digest, validate, canonical)
         if got is not None:
             if memo is not None:
                 memo.put(memory_key, got)
@@ -620,7 +627,7 @@ def cached_build(kind, key, build, *, memo=None, memory_key=None, validate=None,
     # every later compile, and the background write reads them in place
     arrays = {name: _frozen(a) for name, a in arrays.items()}
     if key is not None and (persist is None or persist(time.perf_counter() - t0)):
-        store(kind, key, meta, arrays, digest, background=True)
+        store(kind, key, meta, arrays, digest, background=True, canonical_key=canonical)
     if memo is not None and memory_key is not None:
         memo.put(memory_key, (meta, arrays))
     return meta, arrays, "built"
