@@ -545,3 +545,23 @@ def test_cached_build_failure_and_persist(cdir):
     assert got[2] == "built" and not _files(cdir, "test")
     assert cache.cached_build("test", None, lambda: ({"m": 1}, {}), memo=memo, memory_key="k3")[2] == "built"
     assert cache.cached_build("test", None, lambda: 1 / 0, memo=memo, memory_key="k3")[2] == "memory"
+
+
+def test_keys_name_texts_and_pattern_lists_by_digest_without_ambiguity():
+    """The grammar and lexer keys hold digests, not the text and the patterns:
+    any change of the text, and any other pattern list (split differently,
+    reordered, one more), gives another key; the same inputs the same key."""
+    from cfgmask.frontends import grammar_cache
+    text = 'start: "a" B\nB: /b+/\n'
+    key = grammar_cache.grammar_key(text, "start", [], None, None)
+    assert key == grammar_cache.grammar_key(text, "start", [], None, None)
+    assert "text" not in key and text not in cache._canonical(key)
+    for other in (text.replace("b+", "b*"), text + " ", text.replace("a", "\udcff")):
+        assert cache.key_digest(grammar_cache.grammar_key(other, "start", [], None, None)) != \
+            cache.key_digest(key)
+    base = lexer.lexer_tables_key(["ab", "c"], 100)
+    assert base == lexer.lexer_tables_key(["ab", "c"], 100)
+    digests = {cache.key_digest(lexer.lexer_tables_key(ps, 100))
+               for ps in (["ab", "c"], ["a", "bc"], ["abc"], ["c", "ab"], ["ab", "c", ""], ["ab", "c\0"])}
+    assert len(digests) == 6
+    assert cache.key_digest(lexer.lexer_tables_key(["ab", "c"], 101)) != cache.key_digest(base)

@@ -36,6 +36,7 @@ never cached.
 """
 
 import bisect
+import hashlib
 import sys
 import unicodedata
 
@@ -49,7 +50,7 @@ from cfgmask.automata import kernels as automata_kernels
 DEFAULT_MAX_TERMINAL_STATES = 20000
 
 #: bump when the layout of the cached lexer tables changes
-LEXER_TABLES_FORMAT = 1
+LEXER_TABLES_FORMAT = 2     # 2: the patterns by their sha256
 _MEMORY_CACHE_SIZE = 32
 
 
@@ -255,8 +256,15 @@ _memory = cache.BoundedMemo(_MEMORY_CACHE_SIZE)
 
 def lexer_tables_key(patterns, max_states):
     """The cache key of the lexer tables of ``patterns`` (a dict)."""
+    # the patterns by their digest (each length-prefixed, so the list is unambiguous):
+    # the key is made canonical JSON, digested and written into the entry's header,
+    # and sql.lark's patterns are 160 KB
+    h = hashlib.sha256()
+    for p in patterns:
+        b = p.encode("utf-8", "surrogatepass")
+        h.update(len(b).to_bytes(8, "little") + b)
     return {"format": LEXER_TABLES_FORMAT, "max_states": int(max_states),
-            "patterns": list(patterns),
+            "n_patterns": len(patterns), "patterns_sha256": h.hexdigest(),
             # the regex parser and the Unicode tables come from this Python
             "python": list(sys.version_info[:2]), "unicode": unicodedata.unidata_version,
             "code": cache.code_fingerprint(*automata.CODE_MODULES, sys.modules[__name__])}
